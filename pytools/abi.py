@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0
+"""ctypes binding of the perfctr system-call ABI.
+
+Constants and system-call numbers are read from the installed uapi headers
+of the kernel under test (PERFCTR_HEADERS, the build's usr/include), never
+written here, so one binding serves every base and arch.  Only the
+structure layouts are spelled out, and the ABI checks compare them with
+what the C compiler sees in those same headers.
+"""
+
+import ctypes
+import os
+import re
+from pathlib import Path
+from typing import Dict, Optional
+
+
+class PerfctrInfo(ctypes.Structure):
+	_fields_ = [
+		('abi_version', ctypes.c_uint32),
+		('cpu_type', ctypes.c_uint32),
+		('cpu_features', ctypes.c_uint64),
+		('cpu_khz', ctypes.c_uint32),
+		('nr_counters', ctypes.c_uint32),
+		('counter_width', ctypes.c_uint32),
+		('nr_fixed_counters', ctypes.c_uint32),
+		('fixed_counter_width', ctypes.c_uint32),
+		('nr_cpu_ids', ctypes.c_uint32),
+		('cpumask_size', ctypes.c_uint32),
+		('__reserved', ctypes.c_uint32),
+		('cpus', ctypes.c_uint64),
+		('forbidden_cpus', ctypes.c_uint64),
+		('driver_version', ctypes.c_char * 32),
+	]
+
+
+# Every uapi struct the binding knows, by its C name.
+STRUCTS = {
+	'perfctr_info': PerfctrInfo,
+}
+
+_DEFINE = re.compile(r'^#define\s+(\w+)\s+(.+?)\s*(?:/\*.*)?$')
+
+
+def parse_defines(text: str) -> Dict[str, int]:
+	"""Integer #defines of a header, evaluating simple expressions."""
+	raw = {}
+	for line in text.splitlines():
+		m = _DEFINE.match(line.strip())
+		if m:
+			raw[m.group(1)] = m.group(2)
+	out: Dict[str, int] = {}
+
+	def value(name, depth=0):
+		if name in out:
+			return out[name]
+		if depth > 20 or name not in raw:
+			raise KeyError(name)
+		expr = re.sub(r'(?<=\d)U?L{0,2}\b', '', raw[name])
+		expr = re.sub(r'\b(__NR3264_|__NR_)\w+|\b[A-Z_][A-Z0-9_]+\b',
+			      lambda mm: str(value(mm.group(0), depth + 1)), expr)
+		if not re.fullmatch(r'[\d\s()+\-*/<>|&x%a-fA-F]*', expr):
+			raise KeyError(name)
+		v = int(eval(expr, {'__builtins__': {}}))  # digits and operators only
+		out[name] = v
+		return v
+
+	for name in raw:
+		try:
+			value(name)
+		except (KeyError, SyntaxError, ZeroDivisionError, TypeError):
+			pass
+	return out
+
+
+class Headers:
+	"""The installed uapi headers of the kernel under test."""
+
+	def __init__(self, root: Optional[Path] = None) -> None:
+		root = root or Path(os.environ.get('PERFCTR_HEADERS', ''))
+		if not root or not (root / 'linux' / 'perfctr.h').exists():
+			raise FileNotFoundError(
+				f'no linux/perfctr.h under {root!s}: set '
+				'PERFCTR_HEADERS to the usr/include of a perfctr '
+				'kernel build')
+		self.root = root
+		self.perfctr = parse_defines((root / 'linux/perfctr.h').read_text())
+		self.nr = {}
+		for f in sorted((root / 'asm').glob('unistd*.h')):
+			for k, v in parse_defines(f.read_text()).items():
+				if k.startswith('__NR_'):
+					self.nr.setdefault(k[5:], v)
+
+	def const(self, name: str) -> int:
+		return self.perfctr[name]
+
+	def syscall_nr(self, name: str) -> int:
+		if name not in self.nr:
+			raise LookupError(f'__NR_{name} is not in {self.root}/asm')
+		return self.nr[name]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class Perfctr:
+	"""The perfctr system calls; errors raise OSError with errno set."""
+
+	def __init__(self, headers: Optional[Headers] = None) -> None:
+		self.h = headers or Headers()
+
+	def _call(self, name: str, *args) -> int:
+		ctypes.set_errno(0)
+		ret = _libc.syscall(ctypes.c_long(self.h.syscall_nr(name)),
+				    *args)
+		if ret == -1:
+			err = ctypes.get_errno()
+			raise OSError(err, f'{name}: {os.strerror(err)}')
+		return ret
+
+	def info_raw(self, buf, size: int, flags: int = 0) -> int:
+		"""perfctr_info(2) on any buffer (a ctypes object or address)."""
+		ptr = buf if isinstance(buf, int) else ctypes.addressof(buf)
+		return self._call('perfctr_info', ctypes.c_void_p(ptr),
+				  ctypes.c_size_t(size), ctypes.c_uint(flags))
+
+	def info(self) -> PerfctrInfo:
+		i = PerfctrInfo()
+		self.info_raw(i, ctypes.sizeof(i))
+		return i

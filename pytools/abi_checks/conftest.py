@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Fixtures of the in-guest Python ABI checks."""
+
+import ctypes
+import mmap
+
+import pytest
+
+from pytools import abi
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+		       ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+
+@pytest.fixture(scope='session')
+def headers():
+	return abi.Headers()
+
+
+@pytest.fixture(scope='session')
+def pc(headers):
+	return abi.Perfctr(headers)
+
+
+@pytest.fixture
+def unmapped_page():
+	"""Address of a PROT_NONE page: any access faults."""
+	addr = _libc.mmap(None, mmap.PAGESIZE, mmap.PROT_NONE,
+			  mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+	assert addr not in (None, ctypes.c_void_p(-1).value)
+	yield addr
+	_libc.munmap(addr, mmap.PAGESIZE)

@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: GPL-2.0
+from . import ArchParams
+
+ARCH = ArchParams(
+	name='x86_64',
+	linux_arch='x86',
+	cross_compile='',
+	cross_package='gcc',
+	image='arch/x86/boot/bzImage',
+	make_target='bzImage',
+	fragments=('base.config', 'x86_64.config', 'perfctr.config'),
+	qemu_binary='qemu-system-x86_64',
+	qemu_package='qemu-system-x86',
+	unistd_header='usr/include/asm/unistd_64.h',
+)

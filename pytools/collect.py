@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Turn what the guest left behind into TestCases.
+
+KTAP (KUnit at boot, kselftests) is parsed with the kernel tree's own
+tools/testing/kunit/kunit_parser.py; pytest's JUnit XML with ElementTree;
+the kernel log is scanned for reports.  Nothing here raises on bad input:
+a missing or garbled file becomes a failing TestCase that says so.
+"""
+
+import contextlib
+import importlib
+import io
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+from .results import Status, TestCase
+
+# Reports that fail a run wherever they appear in the kernel log.
+KERNEL_REPORTS = [
+	r'\bBUG: ', r'\bWARNING: ', r'\bOops\b', r'Kernel panic',
+	r'kernel BUG at', r'general protection fault', r'UBSAN: ',
+	r'KASAN: ', r'possible circular locking dependency',
+	r'possible recursive locking', r'inconsistent lock state',
+	r'suspicious RCU usage', r'unreferenced object 0x',
+	r'INFO: task .* blocked for more than', r'rcu: INFO: ',
+	r'Call Trace:',
+]
+_REPORT_RE = re.compile('|'.join(KERNEL_REPORTS))
+
+
+def load_kunit_parser(tree: Path):
+	"""Import kunit_parser from the tree under test."""
+	kdir = tree / 'tools' / 'testing' / 'kunit'
+	if not (kdir / 'kunit_parser.py').exists():
+		return None
+	if str(kdir) not in sys.path:
+		sys.path.insert(0, str(kdir))
+	return importlib.import_module('kunit_parser')
+
+
+def _flatten(parser, test, prefix: str, family: str,
+	     out: List[TestCase]) -> None:
+	name = f'{prefix}.{test.name}' if prefix else test.name
+	if test.subtests:
+		for sub in test.subtests:
+			_flatten(parser, sub, name, family, out)
+		if test.counts.errors and not test.ok_status():
+			out.append(TestCase(family, name, Status.FAIL,
+					    'KTAP parse errors:\n' +
+					    '\n'.join(test.log[-30:])))
+		return
+	st = test.status
+	if st == parser.TestStatus.SUCCESS:
+		status, msg = Status.PASS, ''
+	elif st == parser.TestStatus.SKIPPED:
+		status = Status.SKIP
+		msg = next((l.split('SKIP', 1)[1].strip()
+			    for l in test.log if '# SKIP' in l), '')
+	else:
+		status = Status.FAIL
+		msg = f'{st.name}\n' + '\n'.join(test.log[-40:])
+	out.append(TestCase(family, name, status, msg))
+
+
+def parse_ktap(lines: Iterable[str], family: str, top: str,
+	       parser, quiet: bool = True) -> List[TestCase]:
+	lines = list(lines)
+	if parser is None:
+		return [TestCase(family, top, Status.FAIL,
+				 'no tools/testing/kunit/kunit_parser.py in '
+				 'the tree under test: cannot parse KTAP')]
+	sink = io.StringIO()
+	with contextlib.redirect_stdout(sink) if quiet else \
+	     contextlib.nullcontext():
+		old = getattr(parser.stdout, '_output', None)
+		if quiet and old is not None:
+			parser.stdout._output = sink
+		try:
+			test = parser.parse_run_tests(lines)
+		finally:
+			if quiet and old is not None:
+				parser.stdout._output = old
+	if test.status in (parser.TestStatus.FAILURE_TO_PARSE_TESTS,
+			   parser.TestStatus.NO_TESTS) and not test.subtests:
+		return [TestCase(family, top, Status.FAIL,
+				 f'no KTAP results found ({test.status.name})'
+				 '\n' + '\n'.join(lines[-30:]))]
+	out: List[TestCase] = []
+	if test.name in ('', 'main'):
+		for sub in test.subtests:
+			_flatten(parser, sub, top, family, out)
+	else:
+		_flatten(parser, test, top, family, out)
+	if test.counts.errors and not out:
+		out.append(TestCase(family, top, Status.FAIL,
+				    'KTAP parse errors:\n' + sink.getvalue()[-2000:]))
+	if test.expected_count and len(test.subtests) < test.expected_count:
+		out.append(TestCase(family, f'{top}.plan', Status.FAIL,
+				    f'planned {test.expected_count} tests, '
+				    f'{len(test.subtests)} reported (crashed?)'))
+	return out
+
+
+def parse_pytest_junit(path: Path, family: str = 'pytest') -> List[TestCase]:
+	if not path.exists():
+		return [TestCase(family, 'pytest', Status.FAIL,
+				 f'{path.name} missing: pytest did not run '
+				 'to the end')]
+	try:
+		root = ET.parse(path).getroot()
+	except ET.ParseError as e:
+		return [TestCase(family, 'pytest', Status.FAIL,
+				 f'{path.name} is not valid XML: {e}')]
+	out = []
+	for tc in root.iter('testcase'):
+		mod = tc.get('classname', '').split('.')[-1]
+		name = f'{mod}::{tc.get("name")}'
+		fail = tc.find('failure')
+		if fail is None:
+			fail = tc.find('error')
+		skip = tc.find('skipped')
+		if fail is not None:
+			out.append(TestCase(family, name, Status.FAIL,
+					    (fail.get('message') or '') + '\n' +
+					    (fail.text or '')[-3000:]))
+		elif skip is not None:
+			out.append(TestCase(family, name, Status.SKIP,
+					    skip.get('message') or ''))
+		else:
+			out.append(TestCase(family, name, Status.PASS))
+	if not out:
+		out.append(TestCase(family, 'pytest', Status.FAIL,
+				    'pytest collected no tests'))
+	return out
+
+
+def kernel_reports(lines: Iterable[str]) -> List[str]:
+	"""Lines of the kernel log that report a bug, with some context."""
+	lines = list(lines)
+	hits = []
+	for i, line in enumerate(lines):
+		if _REPORT_RE.search(line):
+			hits.append('\n'.join(l.rstrip()
+					      for l in lines[i:i + 8]))
+	return hits
+
+
+_KLINE = re.compile(r'^\[\s*\d+\.\d+\]')
+
+
+def kernel_only(console: List[str]) -> List[str]:
+	"""The kernel's lines of a console log (PRINTK_TIME stamps them)."""
+	return [l for l in console if _KLINE.match(l)]
+
+
+def kernel_log_case(lines: Iterable[str], source: str) -> TestCase:
+	hits = kernel_reports(lines)
+	name = 'no WARN/BUG/Oops/panic/KASAN/lockdep/UBSAN reports'
+	if hits:
+		return TestCase('kernel-log', name, Status.FAIL,
+				f'{len(hits)} report(s) in {source}:\n' +
+				'\n---\n'.join(hits[:5]))
+	return TestCase('kernel-log', name, Status.PASS)
+
+
+def collect(outdir: Path, console_log: Path, tree: Path,
+	    expect_pytest: bool = True) -> List[TestCase]:
+	parser = load_kunit_parser(tree)
+	tests: List[TestCase] = []
+	dmesg = outdir / 'dmesg.txt'
+	console = console_log.read_text(errors='replace').splitlines() \
+		if console_log.exists() else []
+	guest_json = outdir / 'guest.json'
+	if not guest_json.exists():
+		tail = '\n'.join(console[-40:])
+		tests.append(TestCase('boot', 'guest ran the tests', Status.FAIL,
+				      'the guest never finished its test run '
+				      f'(panic, hang or boot failure); the end of '
+				      f'the console log:\n{tail}'))
+		tests.append(kernel_log_case(kernel_only(console),
+					     console_log.name))
+		return tests
+	kernel_lines = dmesg.read_text(errors='replace').splitlines() \
+		if dmesg.exists() else console
+	tests += parse_ktap(kernel_lines, 'kunit', 'kunit', parser)
+	summary = json.loads(guest_json.read_text())
+	for name, run in sorted(summary['families'].get('kselftest', {})
+				.items()):
+		tap = (outdir / run['output']).read_text(errors='replace')
+		cases = parse_ktap(tap.splitlines(), 'kselftest', name, parser)
+		if run['rc'] not in (0, 4) and \
+		   all(c.status is not Status.FAIL for c in cases):
+			cases.append(TestCase('kselftest', f'{name}.exit',
+					      Status.FAIL,
+					      f'exit status {run["rc"]}\n' +
+					      tap[-2000:]))
+		tests += cases
+	if 'kselftest' not in summary['families']:
+		tests.append(TestCase('kselftest', 'kselftest', Status.FAIL,
+				      'no kselftests were run'))
+	if expect_pytest:
+		tests += parse_pytest_junit(outdir / 'pytest.xml')
+	# The whole console counts too: a report printed before dmesg was
+	# read, or after, is still a report.
+	tests.append(kernel_log_case(kernel_lines + kernel_only(console),
+				     'the kernel log'))
+	return tests

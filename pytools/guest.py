@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The test run inside the guest: python3 -m pytools.guest --out DIR ...
+
+Runs every test family, keeps every output in DIR (a directory shared
+read-write with the host), and judges nothing: the host parses the files.
+Only the standard library is used here, apart from pytest for the Python
+ABI checks, so the guest needs no more than the host's root filesystem.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KSELFTEST_TIMEOUT = 300
+PYTEST_TIMEOUT = 600
+
+
+def _run(argv, out: Path, timeout: int, env=None) -> dict:
+	start = time.monotonic()
+	with open(out, 'w') as f:
+		try:
+			proc = subprocess.run(argv, stdout=f,
+					      stderr=subprocess.STDOUT,
+					      timeout=timeout,
+					      env=dict(os.environ, **(env or {})))
+			rc = proc.returncode
+		except subprocess.TimeoutExpired:
+			f.write(f'\n# perfctr: killed after {timeout} s\n')
+			rc = 'timeout'
+		except OSError as e:
+			f.write(f'\n# perfctr: cannot run {argv[0]}: {e}\n')
+			rc = 'cannot-run'
+	return {'argv': argv, 'rc': rc, 'output': out.name,
+		'seconds': round(time.monotonic() - start, 3)}
+
+
+def main(argv=None) -> int:
+	ap = argparse.ArgumentParser(prog='pytools.guest')
+	ap.add_argument('--out', required=True, type=Path)
+	ap.add_argument('--kselftests', type=Path)
+	ap.add_argument('--pytest', type=Path)
+	ap.add_argument('--headers', type=Path)
+	args = ap.parse_args(argv)
+	out = args.out
+	out.mkdir(parents=True, exist_ok=True)
+	summary = {'uname': os.uname().release, 'families': {}}
+
+	if args.kselftests and args.kselftests.is_dir():
+		runs = {}
+		for prog in sorted(args.kselftests.iterdir()):
+			if prog.is_file() and os.access(prog, os.X_OK):
+				runs[prog.name] = _run([str(prog)],
+						       out / f'kselftest-{prog.name}.tap',
+						       KSELFTEST_TIMEOUT)
+		summary['families']['kselftest'] = runs
+
+	if args.pytest:
+		env = {'PERFCTR_HEADERS': str(args.headers or ''),
+		       'PYTHONDONTWRITEBYTECODE': '1'}
+		summary['families']['pytest'] = _run(
+			[sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider',
+			 '-q', '-rs', f'--junitxml={out / "pytest.xml"}',
+			 str(args.pytest)],
+			out / 'pytest.log', PYTEST_TIMEOUT, env)
+
+	# Last, so that anything the tests made the kernel say is in it.
+	_run(['dmesg'], out / 'dmesg.txt', 60)
+	(out / 'guest.json').write_text(json.dumps(summary, indent=1))
+	return 0
+
+
+if __name__ == '__main__':
+	sys.exit(main())

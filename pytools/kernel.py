@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Configure and build a kernel out of tree (O=), incrementally.
+
+Like kunit.py's kunit_kernel.py, the only place that runs make.  One build
+directory per base, arch and config, kept between runs: make's own
+dependency tracking plus ccache mean an unchanged tree rebuilds nothing and
+a one-file change rebuilds one file.
+"""
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from . import kconfig, paths
+from .arches import ArchParams
+from .bases import BaseTree
+from .errors import InfraError, UserError
+from .ops import Ops, progress
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+	tree: BaseTree
+	arch: ArchParams
+	fragments: Tuple[str, ...]
+	build_dir: Path
+	jobs: int
+	config_name: str = 'default'
+
+
+@dataclass(frozen=True)
+class BuildResult:
+	image: Path
+	build_dir: Path
+	log: Path
+	config_seconds: float
+	build_seconds: float
+	configured: bool	# False when the config stage had nothing to do
+	release: str
+
+
+def build_dir_for(tree: BaseTree, arch: ArchParams, config_name: str) -> Path:
+	name = tree.name if tree.name != 'tree' else \
+		'tree-' + hashlib.sha1(str(tree.path).encode()).hexdigest()[:8]
+	return paths.cache_dir() / 'build' / f'{name}-{arch.name}-{config_name}'
+
+
+def make_args(req: BuildRequest, ops: Ops) -> List[str]:
+	cc = f'{req.arch.cross_compile}gcc'
+	ops.require(cc, req.arch.cross_package)
+	if ops.which('ccache'):
+		cc = f'ccache {cc}'
+	args = ['make', '-C', str(req.tree.path), f'O={req.build_dir}',
+		f'ARCH={req.arch.linux_arch}', f'CC={cc}']
+	if req.arch.cross_compile:
+		args.append(f'CROSS_COMPILE={req.arch.cross_compile}')
+	return args
+
+
+def _head(ops: Ops, tree: Path) -> str:
+	return ops.run(['git', '-C', str(tree), 'rev-parse', 'HEAD'],
+		       check=False).output.strip()
+
+
+def configure(req: BuildRequest, ops: Ops) -> Tuple[bool, float]:
+	"""allnoconfig + the fragments; an option that did not stick is an error.
+
+	Skipped when neither the fragments nor the tree's commit changed since
+	the last successful configure, so an unchanged tree is not touched.
+	"""
+	start = time.monotonic()
+	merged = kconfig.load(paths.KCONFIGS, req.fragments)
+	allconfig = kconfig.render(merged)
+	stamp_key = hashlib.sha256((allconfig + _head(ops, req.tree.path))
+				   .encode()).hexdigest()
+	req.build_dir.mkdir(parents=True, exist_ok=True)
+	stamp = req.build_dir / '.perfctr-config-stamp'
+	config = req.build_dir / '.config'
+	if config.exists() and stamp.exists() and \
+	   stamp.read_text() == stamp_key:
+		return False, time.monotonic() - start
+	(req.build_dir / 'perfctr.allconfig').write_text(allconfig)
+	progress(f'config: allnoconfig + {", ".join(req.fragments)}')
+	res = ops.run([*make_args(req, ops),
+		       f'KCONFIG_ALLCONFIG={req.build_dir}/perfctr.allconfig',
+		       'allnoconfig'], check=False, timeout=600)
+	if res.returncode != 0:
+		raise InfraError('make allnoconfig failed:\n' +
+				 res.output[-3000:])
+	lost = kconfig.missing(merged, config.read_text())
+	if lost:
+		raise UserError('config options the fragments ask for did not '
+				'survive olddefconfig:\n  ' + '\n  '.join(lost),
+				'an option usually drops because one it depends '
+				'on is off: add that one to the fragment (see '
+				'"make menuconfig" -> search for the option)')
+	stamp.write_text(stamp_key)
+	return True, time.monotonic() - start
+
+
+class _Progress:
+	"""Counts compiled objects; prints a line every few seconds."""
+
+	def __init__(self, what: str, every: float = 15.0) -> None:
+		self.what = what
+		self.every = every
+		self.count = 0
+		self.start = time.monotonic()
+		self.last = self.start
+
+	def __call__(self, line: str) -> None:
+		if re.match(r'\s+(CC|AS|LD|AR)\s', line):
+			self.count += 1
+		now = time.monotonic()
+		if now - self.last >= self.every:
+			self.last = now
+			progress(f'{self.what}: {self.count} objects, '
+				 f'{now - self.start:.0f} s')
+
+
+def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
+	ops = ops or Ops()
+	configured, config_s = configure(req, ops)
+	log = req.build_dir / 'build.log'
+	log.write_text('')
+	start = time.monotonic()
+	progress(f'build: make -j{req.jobs} {req.arch.make_target} '
+		 f'(log: {log})')
+	env = {'KBUILD_BUILD_USER': 'perfctr', 'KBUILD_BUILD_HOST': 'perfctr'}
+	for target in (req.arch.make_target, 'headers_install'):
+		res = ops.stream([*make_args(req, ops), f'-j{req.jobs}', target],
+				 log, env=env, on_line=_Progress(target))
+		if res.returncode != 0:
+			errors = [l for l in res.output.splitlines()
+				  if 'error:' in l or 'Error ' in l][:15]
+			raise UserError(f'make {target} failed:\n  ' +
+					'\n  '.join(errors or
+						    res.output.splitlines()[-15:]),
+					f'the full log is {log}')
+	image = req.build_dir / req.arch.image
+	release = (req.build_dir / 'include/config/kernel.release').read_text() \
+		.strip()
+	return BuildResult(image=image, build_dir=req.build_dir, log=log,
+			   config_seconds=config_s,
+			   build_seconds=time.monotonic() - start,
+			   configured=configured, release=release)
+
+
+def build_selftests(req: BuildRequest, ops: Optional[Ops] = None) -> Path:
+	"""Build selftests/perfctr against the tree's exported headers.
+
+	The harness (kselftest_harness.h, lib.mk) comes from the tree under
+	test; the uapi headers from its headers_install in the build dir.
+	"""
+	ops = ops or Ops()
+	src = paths.SELFTESTS / 'perfctr'
+	out = req.build_dir / 'kselftest' / 'perfctr'
+	out.mkdir(parents=True, exist_ok=True)
+	kst = req.tree.path / 'tools' / 'testing' / 'selftests'
+	if not (kst / 'lib.mk').exists():
+		raise UserError(f'{kst}/lib.mk missing: not a kernel tree with '
+				'kselftests')
+	cc = f'{req.arch.cross_compile}gcc'
+	log = req.build_dir / 'kselftest.log'
+	log.write_text('')
+	res = ops.stream(['make', '-C', str(src), f'OUTPUT={out}',
+			  f'KSELFTEST_DIR={kst}', f'CC={cc}',
+			  f'KHDR_INCLUDES=-isystem {req.build_dir}/usr/include',
+			  f'ARCH={req.arch.linux_arch}'], log)
+	if res.returncode != 0:
+		errors = [l for l in res.output.splitlines() if 'error' in l]
+		raise UserError('building the kselftests failed:\n  ' +
+				'\n  '.join(errors[:15] or
+					    res.output.splitlines()[-15:]),
+				f'the full log is {log}')
+	return out

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The stages (base, apply, build, test) and the main job that chains them.
+
+tasks.py only parses options and calls these; each stage also runs alone.
+"""
+
+import datetime
+import os
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from . import arches, bases, boot, collect, kernel, paths, results
+from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
+	PerfctrError, UserError
+from .ops import Ops, progress
+from .series import Series
+
+
+@dataclass(frozen=True)
+class Options:
+	arch: str = 'x86_64'
+	base: Optional[str] = None
+	tree: Optional[str] = None
+	ref: Optional[str] = None
+	jobs: int = os.cpu_count() or 2
+	accel: str = 'auto'
+	timeout: float = 900.0
+	fragments: Tuple[str, ...] = ()
+	config_name: str = 'default'
+	offline: bool = False
+
+
+def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
+	return bases.resolve(opts.base, opts.tree, opts.ref, ops, opts.offline)
+
+
+def series_for(tree: bases.BaseTree) -> Series:
+	return Series(tree, paths.REPO / tree.patches)
+
+
+def build_request(opts: Options, tree: bases.BaseTree) -> kernel.BuildRequest:
+	arch = arches.get(opts.arch)
+	frags = opts.fragments or arch.fragments
+	return kernel.BuildRequest(
+		tree=tree, arch=arch, fragments=tuple(frags),
+		build_dir=kernel.build_dir_for(tree, arch, opts.config_name),
+		jobs=opts.jobs, config_name=opts.config_name)
+
+
+def run_dir(opts: Options, tree: bases.BaseTree) -> Path:
+	stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+	d = paths.results_dir() / f'{stamp}-{opts.arch}-{tree.name}'
+	d.mkdir(parents=True, exist_ok=True)
+	latest = paths.results_dir() / 'latest'
+	if latest.is_symlink() or latest.exists():
+		latest.unlink()
+	latest.symlink_to(d.name)
+	return d
+
+
+def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
+	 req: kernel.BuildRequest, run: results.RunResult, outdir: Path,
+	 ops: Ops) -> None:
+	"""Boot the built kernel, run every family in the guest, collect."""
+	t0 = time.monotonic()
+	ksel = kernel.build_selftests(req, ops)
+	run.durations['selftests_build'] = round(time.monotonic() - t0, 1)
+	accel = boot.choose_accel(req.arch, ops,
+				  want=None if opts.accel == 'auto' else opts.accel)
+	run.accelerator = {'accel': accel.accel.value, 'reason': accel.reason}
+	guest_out = outdir / 'guest'
+	guest_out.mkdir(exist_ok=True)
+	python = Path(sys.executable)
+	cmd = (f'cd {shlex.quote(str(paths.REPO))} && '
+	       f'{shlex.quote(str(python))} -m pytools.guest '
+	       f'--out {shlex.quote(str(guest_out))} '
+	       f'--kselftests {shlex.quote(str(ksel))} '
+	       f'--pytest {shlex.quote(str(paths.REPO / "pytools/abi_checks"))} '
+	       f'--headers {shlex.quote(str(build.build_dir / "usr/include"))}')
+	breq = boot.BootRequest(arch=req.arch, image=build.image, command=cmd,
+				accel=accel, rwdirs=(guest_out,),
+				log=outdir / 'console.log', timeout=opts.timeout)
+	t0 = time.monotonic()
+	done = boot.boot(breq, ops)
+	run.durations['boot_and_test'] = round(time.monotonic() - t0, 1)
+	run.logs['console'] = str(breq.log)
+	run.logs['guest'] = str(guest_out)
+	if done.timed_out:
+		run.problems.append(f'the guest did not finish within '
+				    f'{opts.timeout:.0f} s and was killed '
+				    f'(console: {breq.log})')
+	run.tests = collect.collect(guest_out, breq.log, tree.path)
+	run.command = run.command or ''
+
+
+def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
+	"""The main job: base, apply, build, test, report.  Returns exit code."""
+	ops = ops or Ops()
+	stages: Dict[str, float] = {}
+	t = time.monotonic()
+	tree = resolve_base(opts, ops)
+	stages['base'] = round(time.monotonic() - t, 1)
+	progress(f'base: {tree.origin} at {tree.commit[:12]} ({tree.path})')
+
+	t = time.monotonic()
+	applied = series_for(tree).apply()
+	stages['apply'] = round(time.monotonic() - t, 1)
+	progress(f'apply: {len(applied.patches)} patches, '
+		 f'{"applied" if applied.changed else "already applied"}')
+
+	req = build_request(opts, tree)
+	t = time.monotonic()
+	build = kernel.build(req, ops)
+	stages['build'] = round(time.monotonic() - t, 1)
+	progress(f'build: {build.release} in {build.build_seconds:.0f} s')
+
+	outdir = run_dir(opts, tree)
+	run = results.RunResult(
+		arch=opts.arch,
+		base={'name': tree.name, 'origin': tree.origin,
+		      'version': tree.version, 'commit': tree.commit,
+		      'ref': tree.ref, 'series_tip': applied.tip},
+		kernel_release=build.release,
+		config_fragments=list(req.fragments),
+		durations=stages,
+		command=' '.join(shlex.quote(a) for a in argv),
+		logs={'build': str(build.log)},
+		started=datetime.datetime.now().isoformat(timespec='seconds'))
+	test(opts, tree, build, req, run, outdir, ops)
+	path = results.write(run, outdir)
+	print(results.summary(run))
+	print(f'JUnit: {outdir / "results.junit.xml"}')
+	print(path)
+	return EXIT_OK if run.passed else EXIT_TEST_FAILED
+
+
+def guarded(fn, *args, **kw) -> int:
+	"""Run a stage; turn the tools' errors into a message and exit 2."""
+	try:
+		rc = fn(*args, **kw)
+		return EXIT_OK if rc is None else rc
+	except PerfctrError as e:
+		print(f'perfctr: {e.kind}: {e}', file=sys.stderr)
+		return e.exit_code
+	except KeyboardInterrupt:
+		print('perfctr: interrupted', file=sys.stderr)
+		return EXIT_CANNOT_RUN

@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The patch series: apply it onto a base tree, export it back.
+
+patches/ holds git format-patch files, a 'series' file naming them in
+order, and a cover letter.  Applying is git am -3 onto a work branch at
+the base; exporting is git format-patch of that branch.  Committer identity
+and dates are pinned, so apply followed by export reproduces patches/ byte
+for byte, and an apply of an unchanged series changes no file in the tree
+(so make rebuilds nothing).
+"""
+
+import datetime
+import filecmp
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+import git
+
+from .bases import BaseTree
+from .errors import InfraError, PatchConflict, UserError
+from .ops import progress
+
+WORK_BRANCH = 'perfctr'
+APPLIED_REF = 'refs/perfctr/applied'
+COVER = '0000-cover-letter.patch'
+COMMITTER = {
+	'GIT_COMMITTER_NAME': 'perfctr tools',
+	'GIT_COMMITTER_EMAIL': 'perfctr-tools@localhost',
+}
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+	branch: str
+	tip: str
+	patches: List[str]
+	changed: bool		# False: the branch already carried the series
+	saved_branch: str = ''
+
+
+def read_series(patches: Path) -> List[Path]:
+	series = patches / 'series'
+	if not series.exists():
+		raise UserError(f'{series} does not exist',
+				'a series directory has a "series" file listing '
+				'its patches in order (inv export writes it)')
+	out = []
+	for no, line in enumerate(series.read_text().splitlines(), 1):
+		line = line.split('#', 1)[0].strip()
+		if not line:
+			continue
+		p = patches / line
+		if not p.exists():
+			raise UserError(f'{series}:{no}: {line} does not exist',
+					'fix the series file or restore the patch')
+		out.append(p)
+	if not out:
+		raise UserError(f'{series} lists no patches')
+	return out
+
+
+def cover_description(patches: Path) -> str:
+	"""Subject and blurb of the cover letter, as a branch description."""
+	cover = patches / COVER
+	if not cover.exists():
+		return ''
+	text = cover.read_text()
+	m = re.search(r'^Subject: \[PATCH[^\]]*\] (.*(?:\n [^\n]*)*)\n', text,
+		      re.M)
+	subject = m.group(1).replace('\n ', ' ').strip() if m else ''
+	body = text.split('\n\n', 1)[1] if '\n\n' in text else ''
+	# The blurb is what precedes the shortlog; format-patch writes the
+	# shortlog as 'Author (N):' lines after it.
+	blurb = re.split(r'\n[^\n]+ \(\d+\):\n', '\n' + body, maxsplit=1)[0]
+	return f'{subject}\n\n{blurb.strip()}\n'
+
+
+class Series:
+	def __init__(self, tree: BaseTree, patches: Path) -> None:
+		self.tree = tree
+		self.patches = patches
+		try:
+			self.repo = git.Repo(tree.path)
+		except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
+			raise UserError(f'{tree.path} is not a git repository',
+					'run inv base, or pass --tree with a '
+					'kernel git clone') from e
+
+	def _git(self, *args, env=None, **kw) -> str:
+		with self.repo.git.custom_environment(**(env or {})):
+			return self.repo.git.execute(['git', *args], **kw)
+
+	def _am_in_progress(self) -> bool:
+		return (Path(self.repo.git_dir) / 'rebase-apply').exists()
+
+	def check_clean(self) -> None:
+		if self._am_in_progress():
+			raise UserError(
+				f'an earlier apply stopped at a conflict in '
+				f'{self.tree.path}',
+				'resolve it and run "git am --continue" there, then '
+				'"inv export"; or throw it away with '
+				'"inv apply --abort"')
+		dirty = [d.a_path for d in self.repo.index.diff(None)] + \
+			[d.a_path for d in self.repo.index.diff('HEAD')]
+		if dirty:
+			raise UserError(
+				f'{self.tree.path} has uncommitted changes: '
+				f'{", ".join(sorted(set(dirty))[:10])}',
+				'commit them (then "inv export" to put them in '
+				'the series) or "git stash" them; nothing was '
+				'touched')
+
+	def _branch_tip(self) -> Optional[str]:
+		try:
+			return self.repo.rev_parse(
+				f'refs/heads/{WORK_BRANCH}').hexsha
+		except (git.BadName, ValueError):
+			return None
+
+	def _ref(self, ref: str) -> Optional[str]:
+		try:
+			return self.repo.rev_parse(ref).hexsha
+		except (git.BadName, ValueError):
+			return None
+
+	def matches_patches(self) -> bool:
+		"""Does the work branch export to exactly what patches/ holds?"""
+		if self._branch_tip() is None:
+			return False
+		try:
+			merge_base = self._git('merge-base', self.tree.commit,
+					       WORK_BRANCH)
+		except git.GitCommandError:
+			return False
+		if merge_base != self.tree.commit:
+			return False
+		with tempfile.TemporaryDirectory() as tmp:
+			self.format_patches(Path(tmp))
+			names = sorted(p.name for p in Path(tmp).iterdir())
+			mine = sorted(p.name for p in self.patches.iterdir()
+				      if p.suffix == '.patch' or p.name == 'series')
+			if names != mine:
+				return False
+			_, mismatch, errors = filecmp.cmpfiles(
+				tmp, self.patches, names, shallow=False)
+			return not mismatch and not errors
+
+	def apply(self) -> ApplyResult:
+		patches = read_series(self.patches)
+		self.check_clean()
+		names = [p.name for p in patches]
+		if self.matches_patches():
+			if self.repo.head.is_detached or \
+			   self.repo.active_branch.name != WORK_BRANCH:
+				self._git('checkout', '-q', WORK_BRANCH)
+			return ApplyResult(WORK_BRANCH, self._branch_tip(),
+					   names, changed=False)
+
+		saved = ''
+		tip = self._branch_tip()
+		if tip and tip not in (self._ref(APPLIED_REF), self.tree.commit):
+			stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+			saved = f'{WORK_BRANCH}-saved-{stamp}'
+			self._git('branch', saved, tip)
+			progress(f'{WORK_BRANCH} had commits that were never '
+				 f'exported; kept them as branch {saved}')
+
+		self._git('checkout', '-q', '--detach', self.tree.commit)
+		for i, p in enumerate(patches, 1):
+			progress(f'apply [{i}/{len(patches)}] {p.name}')
+			try:
+				self._git('am', '-q', '-3',
+					  '--committer-date-is-author-date',
+					  str(p), env=COMMITTER)
+			except git.GitCommandError as e:
+				raise self._conflict(p, e) from None
+		head = self.repo.head.commit.hexsha
+		self._git('branch', '-f', WORK_BRANCH, head)
+		self._git('checkout', '-q', WORK_BRANCH)
+		self._git('update-ref', APPLIED_REF, head)
+		desc = cover_description(self.patches)
+		if desc:
+			self._git('config', f'branch.{WORK_BRANCH}.description',
+				  desc)
+		return ApplyResult(WORK_BRANCH, head, names, changed=True,
+				   saved_branch=saved)
+
+	def _conflict(self, patch: Path, e: git.GitCommandError) -> PatchConflict:
+		files = self._git('diff', '--name-only',
+				  '--diff-filter=U').split()
+		if not files:
+			diff = patch.read_text(errors='replace')
+			files = sorted(set(re.findall(r'^diff --git a/(\S+)', diff,
+						      re.M)))
+			how = 'did not apply, even with a 3-way merge (is ' \
+			      'the base the one the series was made for?)'
+		else:
+			how = 'conflicts'
+		return PatchConflict(
+			patch.name, files,
+			f'{patch.name} {how} in: {", ".join(files)}\n'
+			f'  git said: {(e.stderr or e.stdout or "").strip()[:500]}',
+			f'the tree {self.tree.path} is left mid-"git am": '
+			'resolve the files, "git add" them, "git am --continue", '
+			'then "inv export" to write the resolved series; or '
+			'"inv apply --abort" to go back, nothing lost')
+
+	def abort(self) -> None:
+		if self._am_in_progress():
+			self._git('am', '--abort')
+		if self._branch_tip():
+			self._git('checkout', '-q', WORK_BRANCH)
+
+	def format_patches(self, out: Path) -> List[str]:
+		"""git format-patch the work branch into out; return names."""
+		tip_date = self._git('log', '-1', '--format=%cI', WORK_BRANCH)
+		desc = self._git('config', '--default', '',
+				 f'branch.{WORK_BRANCH}.description')
+		args = ['format-patch', '-q', '--no-signature', '--cover-letter',
+			f'--base={self.tree.commit}', '-o', str(out)]
+		if desc.strip():
+			args.append('--cover-from-description=subject')
+		args.append(f'{self.tree.commit}..{WORK_BRANCH}')
+		env = dict(COMMITTER, GIT_COMMITTER_DATE=tip_date)
+		self._git(*args, env=env)
+		names = sorted(p.name for p in out.iterdir()
+			       if p.name != COVER)
+		(out / 'series').write_text(
+			'# The perfctr series, in order.  Regenerate with '
+			'"inv export".\n' + ''.join(f'{n}\n' for n in names))
+		self._fix_cover(out / COVER)
+		return names
+
+	def _fix_cover(self, cover: Path) -> None:
+		"""Name the exact base in the cover letter's blurb."""
+		text = cover.read_text()
+		line = (f'Base: {self.tree.origin} '
+			f'(commit {self.tree.commit[:12]}, {self.tree.ref})')
+		if re.search(r'^Base: .*$', text, re.M):
+			text = re.sub(r'^Base: .*$', line, text, count=1,
+				      flags=re.M)
+		cover.write_text(text)
+
+	def export(self) -> List[str]:
+		if self._am_in_progress():
+			raise UserError('a "git am" is in progress in '
+					f'{self.tree.path}',
+					'finish it (git am --continue) or abort it '
+					'(inv apply --abort) first')
+		if self._branch_tip() is None:
+			raise UserError(f'no {WORK_BRANCH} branch in '
+					f'{self.tree.path}', 'run inv apply first')
+		self.patches.mkdir(parents=True, exist_ok=True)
+		with tempfile.TemporaryDirectory() as tmp:
+			names = self.format_patches(Path(tmp))
+			for old in self.patches.glob('*.patch'):
+				old.unlink()
+			for p in Path(tmp).iterdir():
+				shutil.copyfile(p, self.patches / p.name)
+		self._git('update-ref', APPLIED_REF, self._branch_tip())
+		return names

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-2.0
+"""perfctr tasks: inv --list; inv --help <task>.
+
+Exit codes: 0 everything passed, 1 a test failed, 2 the run could not be
+done (bad input or a missing tool; the message says which and how to fix).
+"""
+
+import sys
+
+from invoke import Exit, task
+
+from pytools import pipeline
+from pytools.ops import Ops, progress
+
+ARCH_HELP = {'arch': 'x86_64 (default); the arches are pytools/arches/*.py'}
+COMMON_HELP = {
+	'base': 'lts (default, linux-source-6.12) or mainline (newest in '
+		'Debian sid); see pytools/data/bases.toml',
+	'tree': 'your own kernel git tree instead of a Debian base',
+	'ref': 'with --tree: the commit, tag or branch to apply onto '
+	       '(default HEAD)',
+	'offline': 'use the cached base without asking apt for a newer one',
+}
+
+
+def _opts(arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	  **kw) -> pipeline.Options:
+	if ref and not tree:
+		raise Exit('perfctr: --ref needs --tree (a Debian base is '
+			   'pinned by its package version)', code=2)
+	return pipeline.Options(arch=arch, base=base, tree=tree, ref=ref,
+				offline=offline, **kw)
+
+
+def _finish(rc: int) -> None:
+	if rc:
+		raise Exit(code=rc)
+
+
+def _argv() -> list:
+	return ['inv', *sys.argv[1:]]
+
+
+@task(help=COMMON_HELP)
+def base(c, base=None, tree=None, ref=None, offline=False):
+	"""Fetch and import a base tree (cached: seconds the second time)."""
+	def run():
+		t = pipeline.resolve_base(_opts(base=base, tree=tree, ref=ref,
+						offline=offline), Ops())
+		print(f'{t.name}: {t.origin}\n  tree   {t.path}\n  ref    '
+		      f'{t.ref}\n  commit {t.commit}')
+	_finish(pipeline.guarded(run))
+
+
+@task(help=dict(COMMON_HELP, abort='throw away a "git am" that stopped '
+		'at a conflict and go back to the work branch'))
+def apply(c, base=None, tree=None, ref=None, offline=False, abort=False):
+	"""Apply patches/ onto the base, on branch 'perfctr' (git am -3)."""
+	def run():
+		t = pipeline.resolve_base(_opts(base=base, tree=tree, ref=ref,
+						offline=offline), Ops())
+		s = pipeline.series_for(t)
+		if abort:
+			s.abort()
+			print(f'aborted; {t.path} is back on its branch')
+			return
+		r = s.apply()
+		print(f'{t.path}: branch {r.branch} at {r.tip[:12]}, '
+		      f'{len(r.patches)} patches '
+		      f'{"applied" if r.changed else "already applied"}')
+	_finish(pipeline.guarded(run))
+
+
+@task(help=COMMON_HELP)
+def export(c, base=None, tree=None, ref=None, offline=False):
+	"""Write the work branch back to patches/ (format-patch + series)."""
+	def run():
+		t = pipeline.resolve_base(_opts(base=base, tree=tree, ref=ref,
+						offline=offline), Ops())
+		names = pipeline.series_for(t).export()
+		print(f'exported {len(names)} patches to '
+		      f'{pipeline.paths.REPO / t.patches}')
+	_finish(pipeline.guarded(run))
+
+
+@task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)'))
+def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	  jobs=0):
+	"""Apply if needed, then configure and build the kernel (incremental)."""
+	def run():
+		o = _opts(arch=arch, base=base, tree=tree, ref=ref,
+			  offline=offline, **({'jobs': jobs} if jobs else {}))
+		ops = Ops()
+		t = pipeline.resolve_base(o, ops)
+		pipeline.series_for(t).apply()
+		r = pipeline.kernel.build(pipeline.build_request(o, t), ops)
+		print(f'{r.release}: {r.image} ({r.build_seconds:.0f} s; '
+		      f'log {r.log})')
+	_finish(pipeline.guarded(run))
+
+
+@task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',
+		accel='auto (default), kvm or tcg',
+		timeout='seconds the guest may run before it is killed '
+			'(default 900)'))
+def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	  jobs=0, accel='auto', timeout=900):
+	"""The main job: base, apply, build, boot, test; prints the results path last."""
+	o = _opts(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+		  accel=accel, timeout=float(timeout),
+		  **({'jobs': jobs} if jobs else {}))
+	_finish(pipeline.guarded(pipeline.check, o, _argv()))
+
+
+@task(help=dict(COMMON_HELP, **ARCH_HELP, accel='auto (default), kvm or tcg',
+		timeout='seconds the guest may run (default 900)'))
+def test(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	 accel='auto', timeout=900):
+	"""Same as check: a test always runs on the kernel the tree builds to."""
+	check(c, arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+	      accel=accel, timeout=timeout)
