@@ -50,7 +50,8 @@ def choose_accel(arch: ArchParams, ops: Ops, host_arch: str = 'x86_64',
 			return AccelChoice(Accel.KVM, 'KVM probe started a vCPU')
 	lines = [l for l in res.output.splitlines()
 		 if 'error' in l.lower() or 'failed' in l.lower()]
-	why = lines[0].strip() if lines else f'exit status {res.returncode}'
+	why = lines[0].replace('(qemu)', '').strip() if lines else \
+		f'exit status {res.returncode}'
 	if want == 'kvm':
 		raise InfraError(f'--accel kvm asked for, but KVM cannot run a '
 				 f'guest here: {why}', 'use --accel tcg or auto')

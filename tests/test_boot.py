@@ -6,7 +6,7 @@ import pytest
 from pytools import arches, boot
 from pytools.errors import InfraError
 
-PVM_FAILURE = (134, "qemu-system-x86_64: error: failed to set MSR 0x10a to "
+PVM_FAILURE = (134, "(qemu) qemu-system-x86_64: error: failed to set MSR 0x10a to "
 	       "0x69\nqemu-system-x86_64: ../../target/i386/kvm/kvm.c:3183: "
 	       "kvm_buf_set_msrs: Assertion `ret == cpu->kvm_msr_buf->nmsrs' "
 	       "failed.\n")
@@ -25,6 +25,7 @@ def test_pvm_falls_back_to_tcg_and_says_why(fake_ops, with_kvm):
 							  PVM_FAILURE)]))
 	assert c.accel is boot.Accel.TCG
 	assert 'failed to set MSR 0x10a' in c.reason
+	assert '(qemu)' not in c.reason
 
 
 def test_working_kvm_is_used(fake_ops, with_kvm):

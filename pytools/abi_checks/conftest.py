@@ -28,7 +28,7 @@ def pc(headers):
 @pytest.fixture
 def unmapped_page():
 	"""Address of a PROT_NONE page: any access faults."""
-	addr = _libc.mmap(None, mmap.PAGESIZE, mmap.PROT_NONE,
+	addr = _libc.mmap(None, mmap.PAGESIZE, 0,	# PROT_NONE
 			  mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
 	assert addr not in (None, ctypes.c_void_p(-1).value)
 	yield addr

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Parsing what guests leave behind, replayed from captured logs."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytools import collect
+from pytools.results import Status
+
+DATA = Path(__file__).parent / 'data'
+TREE = DATA / 'fake-tree'
+
+
+@pytest.fixture(scope='module')
+def parser():
+	return collect.load_kunit_parser(TREE)
+
+
+def _lines(name):
+	return (DATA / name).read_text().splitlines()
+
+
+def test_kunit_results_from_boot_log(parser):
+	cases = collect.parse_ktap(_lines('dmesg-kunit-pass.txt'), 'kunit',
+				   'kunit', parser)
+	names = {c.name for c in cases}
+	assert 'kunit.perfctr_x86_probe.perfctr_x86_test_intel_v4' in names
+	assert len(cases) >= 12
+	assert all(c.status is Status.PASS for c in cases)
+
+
+def test_kunit_failure_keeps_the_expectation(parser):
+	cases = collect.parse_ktap(_lines('kunit-fail-dmesg.txt'), 'kunit',
+				   'kunit', parser)
+	fail = [c for c in cases if c.status is Status.FAIL]
+	assert [c.name for c in fail] == \
+		['kunit.perfctr_x86_probe.perfctr_x86_test_amd_zen']
+	assert 'pmu.desc.nr_counters == 4' in fail[0].message
+
+
+def test_kunit_disabled_is_a_failure_not_a_pass(parser):
+	"""A kernel booted with KUnit disabled prints no KTAP at all."""
+	cases = collect.parse_ktap(_lines('dmesg-kunit-disabled.txt'), 'kunit',
+				   'kunit', parser)
+	assert [c.status for c in cases] == [Status.FAIL]
+	assert 'no KTAP results' in cases[0].message
+
+
+def test_kselftest_tap(parser):
+	cases = collect.parse_ktap(_lines('kselftest-info-pass.tap'),
+				   'kselftest', 'perfctr_info_test', parser)
+	assert len(cases) == 13
+	assert cases[0].name == 'perfctr_info_test.info.basic'
+	assert all(c.status is Status.PASS for c in cases)
+
+
+def test_kselftest_that_died_midway_fails(parser):
+	cases = collect.parse_ktap(_lines('kselftest-crashed.tap'),
+				   'kselftest', 'perfctr_info_test', parser)
+	assert any(c.status is Status.FAIL for c in cases)
+
+
+def test_pytest_junit_failure():
+	cases = collect.parse_pytest_junit(DATA / 'pytest-one-failure.xml')
+	fails = [c for c in cases if c.status is Status.FAIL]
+	assert [c.name for c in fails] == ['test_info::test_unmapped_pointer_efault']
+	assert 'PROT_NONE' in fails[0].message
+	assert sum(c.status is Status.PASS for c in cases) == 10
+
+
+def test_missing_pytest_output_fails(tmp_path):
+	cases = collect.parse_pytest_junit(tmp_path / 'pytest.xml')
+	assert cases[0].status is Status.FAIL
+
+
+def test_kernel_reports_are_found_and_quoted():
+	case = collect.kernel_log_case(_lines('console-panic.log'), 'console')
+	assert case.status is Status.FAIL
+	assert 'BUG: kernel NULL pointer dereference' in case.message
+	clean = collect.kernel_log_case(_lines('dmesg-kunit-pass.txt'), 'dmesg')
+	assert clean.status is Status.PASS
+
+
+def test_guest_that_never_finished(tmp_path):
+	"""A panic: no guest.json, the console says why, and it is quoted."""
+	out = tmp_path / 'guest'
+	out.mkdir()
+	cases = collect.collect(out, DATA / 'console-panic.log', TREE)
+	assert {c.family for c in cases} == {'boot', 'kernel-log'}
+	assert all(c.status is Status.FAIL for c in cases)
+	assert 'Kernel panic' in cases[0].message
+
+
+def test_full_collect_of_a_good_run(tmp_path):
+	out = tmp_path / 'guest'
+	out.mkdir()
+	shutil.copy(DATA / 'dmesg-kunit-pass.txt', out / 'dmesg.txt')
+	shutil.copy(DATA / 'kselftest-info-pass.tap',
+		    out / 'kselftest-perfctr_info_test.tap')
+	shutil.copy(DATA / 'pytest-pass.xml', out / 'pytest.xml')
+	(out / 'guest.json').write_text(json.dumps({'families': {'kselftest': {
+		'perfctr_info_test': {'rc': 0,
+				      'output': 'kselftest-perfctr_info_test.tap'}}}}))
+	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE)
+	assert {c.family for c in cases} == {'kunit', 'kselftest', 'pytest',
+					     'kernel-log'}
+	assert all(c.status is not Status.FAIL for c in cases), \
+		[c for c in cases if c.status is Status.FAIL]
+
+
+def test_nonzero_exit_with_passing_tap_still_fails(tmp_path):
+	out = tmp_path / 'guest'
+	out.mkdir()
+	shutil.copy(DATA / 'dmesg-kunit-pass.txt', out / 'dmesg.txt')
+	shutil.copy(DATA / 'kselftest-info-pass.tap', out / 'k.tap')
+	(out / 'guest.json').write_text(json.dumps({'families': {'kselftest': {
+		't': {'rc': 139, 'output': 'k.tap'}}}}))
+	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE,
+				expect_pytest=False)
+	assert any(c.name == 't.exit' and c.status is Status.FAIL
+		   for c in cases)
