@@ -119,3 +119,37 @@ def test(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	"""Same as check: a test always runs on the kernel the tree builds to."""
 	check(c, arch=arch, base=base, tree=tree, ref=ref, offline=offline,
 	      accel=accel, timeout=timeout)
+
+
+@task(help=COMMON_HELP)
+def lint(c, base=None, tree=None, ref=None, offline=False):
+	"""checkpatch --strict on every patch, kernel-doc, sparse and W=1 on drivers/perfctr."""
+	def run():
+		from pytools import kernel, lint as L, series
+		ops = Ops()
+		o = _opts(base=base, tree=tree, ref=ref, offline=offline)
+		t = pipeline.resolve_base(o, ops)
+		s = pipeline.series_for(t)
+		s.apply()
+		patches = series.read_series(s.patches)
+		results = [L.checkpatch(t.path, patches, ops),
+			   L.kernel_doc(t.path, ['include/uapi/linux/perfctr.h',
+						 'include/linux/perfctr.h',
+						 *sorted(str(p.relative_to(t.path)) for p in
+							 (t.path / 'drivers/perfctr').glob('*.[ch]'))],
+					ops)]
+		req = pipeline.build_request(o, t)
+		kernel.configure(req, ops)
+		results.append(L.compiler_gates(
+			[*kernel.make_args(req, ops), f'-j{req.jobs}'],
+			'drivers/perfctr', ops, req.build_dir / 'lint.log'))
+		bad = 0
+		for r in results:
+			for f in r.findings:
+				print(f'{f.level:7} {f.gate:10} {f.where}: {f.text}')
+			bad += len(r.failed)
+		checked = sum(len(r.checked) for r in results)
+		print(f'lint: {checked} items checked, {bad} errors/warnings, '
+		      f'{sum(len(r.findings) for r in results) - bad} checks')
+		return 1 if bad else 0
+	_finish(pipeline.guarded(run))

@@ -34,9 +34,71 @@ class PerfctrInfo(ctypes.Structure):
 	]
 
 
+MAX_COUNTERS = 16	# PERFCTR_MAX_COUNTERS; checked against the header
+
+
+class PerfctrCpuControl(ctypes.Structure):
+	_fields_ = [
+		('tsc_on', ctypes.c_uint32),
+		('nractrs', ctypes.c_uint32),
+		('nrictrs', ctypes.c_uint32),
+		('__reserved', ctypes.c_uint32),
+		('pmc_map', ctypes.c_uint32 * MAX_COUNTERS),
+		('evntsel', ctypes.c_uint64 * MAX_COUNTERS),
+		('ireset', ctypes.c_int64 * MAX_COUNTERS),
+	]
+
+
+class VperfctrControl(ctypes.Structure):
+	_fields_ = [
+		('flags', ctypes.c_uint32),
+		('si_signo', ctypes.c_int32),
+		('cpu_control', PerfctrCpuControl),
+	]
+
+
+class PerfctrSumCtrs(ctypes.Structure):
+	_fields_ = [
+		('tsc', ctypes.c_uint64),
+		('pmc', ctypes.c_uint64 * MAX_COUNTERS),
+	]
+
+
+class VperfctrSums(ctypes.Structure):
+	_fields_ = [
+		('self', PerfctrSumCtrs),
+		('children', PerfctrSumCtrs),
+		('status', ctypes.c_uint32),
+		('nrctrs', ctypes.c_uint32),
+		('ovf_mask', ctypes.c_uint32),
+		('__reserved', ctypes.c_uint32),
+	]
+
+
+class VperfctrState(ctypes.Structure):
+	_fields_ = [
+		('seq', ctypes.c_uint32),
+		('status', ctypes.c_uint32),
+		('running', ctypes.c_uint32),
+		('nrctrs', ctypes.c_uint32),
+		('tsc_start', ctypes.c_uint64),
+		('tsc_sum', ctypes.c_uint64),
+		('pmc_start', ctypes.c_uint64 * MAX_COUNTERS),
+		('pmc_sum', ctypes.c_uint64 * MAX_COUNTERS),
+		('rdpmc_index', ctypes.c_uint32 * MAX_COUNTERS),
+		('counter_width', ctypes.c_uint32),
+		('__reserved', ctypes.c_uint32),
+	]
+
+
 # Every uapi struct the binding knows, by its C name.
 STRUCTS = {
 	'perfctr_info': PerfctrInfo,
+	'perfctr_cpu_control': PerfctrCpuControl,
+	'vperfctr_control': VperfctrControl,
+	'perfctr_sum_ctrs': PerfctrSumCtrs,
+	'vperfctr_sums': VperfctrSums,
+	'vperfctr_state': VperfctrState,
 }
 
 _DEFINE = re.compile(r'^#define\s+(\w+)\s+(.+?)\s*(?:/\*.*)?$')
@@ -129,3 +191,44 @@ class Perfctr:
 		i = PerfctrInfo()
 		self.info_raw(i, ctypes.sizeof(i))
 		return i
+
+	@staticmethod
+	def _ptr(buf) -> ctypes.c_void_p:
+		return ctypes.c_void_p(buf if isinstance(buf, int)
+				       else ctypes.addressof(buf))
+
+	def open(self, tid: int = 0, flags: int = 0) -> int:
+		"""vperfctr_open(2): an fd for a thread's counters."""
+		return self._call('vperfctr_open', ctypes.c_int(tid),
+				  ctypes.c_uint(flags))
+
+	def control_raw(self, fd: int, buf, size: int, flags: int = 0) -> int:
+		return self._call('vperfctr_control', ctypes.c_int(fd),
+				  self._ptr(buf), ctypes.c_size_t(size),
+				  ctypes.c_uint(flags))
+
+	def control(self, fd: int, ctl: VperfctrControl) -> None:
+		self.control_raw(fd, ctl, ctypes.sizeof(ctl))
+
+	def read_raw(self, fd: int, buf, size: int, flags: int = 0) -> int:
+		return self._call('vperfctr_read', ctypes.c_int(fd),
+				  self._ptr(buf), ctypes.c_size_t(size),
+				  ctypes.c_uint(flags))
+
+	def read(self, fd: int) -> VperfctrSums:
+		s = VperfctrSums()
+		self.read_raw(fd, s, ctypes.sizeof(s))
+		return s
+
+	def iresume(self, fd: int) -> None:
+		self._call('vperfctr_iresume', ctypes.c_int(fd))
+
+	def unlink(self, fd: int) -> None:
+		self._call('vperfctr_unlink', ctypes.c_int(fd))
+
+
+def tsc_control(flags: int = 0) -> VperfctrControl:
+	c = VperfctrControl()
+	c.flags = flags
+	c.cpu_control.tsc_on = 1
+	return c

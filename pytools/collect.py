@@ -42,12 +42,15 @@ def load_kunit_parser(tree: Path):
 	return importlib.import_module('kunit_parser')
 
 
+_SKIP = re.compile(r'^\s*ok \d+ (.+?) # SKIP ?(.*)$')
+
+
 def _flatten(parser, test, prefix: str, family: str,
-	     out: List[TestCase]) -> None:
+	     out: List[TestCase], reasons: dict) -> None:
 	name = f'{prefix}.{test.name}' if prefix else test.name
 	if test.subtests:
 		for sub in test.subtests:
-			_flatten(parser, sub, name, family, out)
+			_flatten(parser, sub, name, family, out, reasons)
 		if test.counts.errors and not test.ok_status():
 			out.append(TestCase(family, name, Status.FAIL,
 					    'KTAP parse errors:\n' +
@@ -58,8 +61,7 @@ def _flatten(parser, test, prefix: str, family: str,
 		status, msg = Status.PASS, ''
 	elif st == parser.TestStatus.SKIPPED:
 		status = Status.SKIP
-		msg = next((l.split('SKIP', 1)[1].strip()
-			    for l in test.log if '# SKIP' in l), '')
+		msg = reasons.get(test.name) or 'skipped, no reason given'
 	else:
 		status = Status.FAIL
 		msg = f'{st.name}\n' + '\n'.join(test.log[-40:])
@@ -90,11 +92,13 @@ def parse_ktap(lines: Iterable[str], family: str, top: str,
 				 f'no KTAP results found ({test.status.name})'
 				 '\n' + '\n'.join(lines[-30:]))]
 	out: List[TestCase] = []
+	reasons = {m.group(1): m.group(2).strip()
+		   for m in map(_SKIP.match, lines) if m}
 	if test.name in ('', 'main'):
 		for sub in test.subtests:
-			_flatten(parser, sub, top, family, out)
+			_flatten(parser, sub, top, family, out, reasons)
 	else:
-		_flatten(parser, test, top, family, out)
+		_flatten(parser, test, top, family, out, reasons)
 	if test.counts.errors and not out:
 		out.append(TestCase(family, top, Status.FAIL,
 				    'KTAP parse errors:\n' + sink.getvalue()[-2000:]))

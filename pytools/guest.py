@@ -52,7 +52,10 @@ def main(argv=None) -> int:
 	if args.kselftests and args.kselftests.is_dir():
 		runs = {}
 		for prog in sorted(args.kselftests.iterdir()):
-			if prog.is_file() and os.access(prog, os.X_OK):
+			# kselftest programs are named *_test; anything else
+			# in the directory (a benchmark) is not a test
+			if prog.is_file() and os.access(prog, os.X_OK) and \
+			   prog.name.endswith('_test'):
 				runs[prog.name] = _run([str(prog)],
 						       out / f'kselftest-{prog.name}.tap',
 						       KSELFTEST_TIMEOUT)

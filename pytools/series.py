@@ -170,16 +170,25 @@ class Series:
 			progress(f'{WORK_BRANCH} had commits that were never '
 				 f'exported; kept them as branch {saved}')
 
-		self._git('checkout', '-q', '--detach', self.tree.commit)
-		for i, p in enumerate(patches, 1):
-			progress(f'apply [{i}/{len(patches)}] {p.name}')
-			try:
-				self._git('am', '-q', '-3',
-					  '--committer-date-is-author-date',
-					  str(p), env=COMMITTER)
-			except git.GitCommandError as e:
-				raise self._conflict(p, e) from None
-		head = self.repo.head.commit.hexsha
+		head, done = self._commit_patches(patches)
+		if done < len(patches):
+			# A patch needs a 3-way merge or conflicts: finish with
+			# git am in the work tree, where the user can resolve.
+			self._git('checkout', '-q', '--detach', head)
+			for i, p in enumerate(patches[done:], done + 1):
+				progress(f'apply [{i}/{len(patches)}] {p.name} '
+					 '(git am -3)')
+				try:
+					self._git('am', '-q', '-3',
+						  '--committer-date-is-author-date',
+						  str(p), env=COMMITTER)
+				except git.GitCommandError as e:
+					raise self._conflict(p, e) from None
+			head = self.repo.head.commit.hexsha
+		else:
+			# Only the files that differ from what is checked out
+			# are written, so make rebuilds only what changed.
+			self._git('checkout', '-q', '--detach', head)
 		self._git('branch', '-f', WORK_BRANCH, head)
 		self._git('checkout', '-q', WORK_BRANCH)
 		self._git('update-ref', APPLIED_REF, head)
@@ -189,6 +198,53 @@ class Series:
 				  desc)
 		return ApplyResult(WORK_BRANCH, head, names, changed=True,
 				   saved_branch=saved)
+
+	def _commit_patches(self, patches: List[Path]) -> tuple:
+		"""Commit patches onto the base without touching the work tree.
+
+		The same commits git am would make (mailinfo, the pinned
+		committer, committer date = author date), built in a private
+		index.  Stops at the first patch that does not apply as is;
+		returns (last commit made, number of patches done).
+		"""
+		parent = self.tree.commit
+		with tempfile.TemporaryDirectory() as tmp:
+			env = {'GIT_INDEX_FILE': str(Path(tmp) / 'index')}
+			msgf, patchf = Path(tmp) / 'msg', Path(tmp) / 'patch'
+			for i, p in enumerate(patches):
+				progress(f'apply [{i + 1}/{len(patches)}] {p.name}')
+				with open(p, 'rb') as f:
+					info = self._git('mailinfo', '-u', str(msgf),
+							 str(patchf), istream=f)
+				fields = dict(l.split(': ', 1) for l in
+					      info.splitlines() if ': ' in l)
+				self._git('read-tree', parent, env=env)
+				try:
+					self._git('apply', '--cached', str(patchf),
+						  env=env)
+				except git.GitCommandError:
+					return parent, i
+				tree = self._git('write-tree', env=env)
+				body = msgf.read_text()
+				raw = fields.get('Subject', '') + '\n\n' + body
+				with tempfile.TemporaryFile('w+') as m:
+					m.write(raw)
+					m.seek(0)
+					message = self._git('stripspace', istream=m,
+							    strip_newline_in_stdout=False)
+				date = fields.get('Date', '')
+				cenv = dict(COMMITTER,
+					    GIT_AUTHOR_NAME=fields.get('Author', ''),
+					    GIT_AUTHOR_EMAIL=fields.get('Email', ''),
+					    GIT_AUTHOR_DATE=date,
+					    GIT_COMMITTER_DATE=date)
+				with tempfile.TemporaryFile('w+') as m:
+					m.write(message)
+					m.seek(0)
+					parent = self._git('commit-tree', tree, '-p',
+							   parent, env=cenv,
+							   istream=m)
+		return parent, len(patches)
 
 	def _conflict(self, patch: Path, e: git.GitCommandError) -> PatchConflict:
 		files = self._git('diff', '--name-only',
@@ -256,11 +312,30 @@ class Series:
 			raise UserError(f'no {WORK_BRANCH} branch in '
 					f'{self.tree.path}', 'run inv apply first')
 		self.patches.mkdir(parents=True, exist_ok=True)
+		names = self._write_patches()
+		# Make the branch canonical: the commits an apply of these
+		# patches makes (pinned committer, committer date = author
+		# date), so apply followed by export gives the same bytes on
+		# any machine.  Same trees, so no file in the tree changes.
+		tip = self._branch_tip()
+		head, done = self._commit_patches(read_series(self.patches))
+		if done == len(names) and head != tip and \
+		   self._git('rev-parse', f'{head}^{{tree}}') == \
+		   self._git('rev-parse', f'{tip}^{{tree}}'):
+			on_branch = not self.repo.head.is_detached and \
+				self.repo.active_branch.name == WORK_BRANCH
+			self._git('update-ref', f'refs/heads/{WORK_BRANCH}', head, tip)
+			if on_branch:
+				self._git('reset', '-q')	# index only
+			names = self._write_patches()
+		self._git('update-ref', APPLIED_REF, self._branch_tip())
+		return names
+
+	def _write_patches(self) -> List[str]:
 		with tempfile.TemporaryDirectory() as tmp:
 			names = self.format_patches(Path(tmp))
 			for old in self.patches.glob('*.patch'):
 				old.unlink()
 			for p in Path(tmp).iterdir():
 				shutil.copyfile(p, self.patches / p.name)
-		self._git('update-ref', APPLIED_REF, self._branch_tip())
 		return names

@@ -51,8 +51,8 @@ def fake_ops():
 
 def git(cwd, *args, env=None):
 	full = dict(os.environ, GIT_AUTHOR_NAME='t', GIT_AUTHOR_EMAIL='t@t',
-		    GIT_COMMITTER_NAME='t', GIT_COMMITTER_EMAIL='t@t',
-		    **(env or {}))
+		    GIT_COMMITTER_NAME='t', GIT_COMMITTER_EMAIL='t@t')
+	full.update(env or {})
 	return subprocess.run(['git', '-C', str(cwd), *args], check=True,
 			      capture_output=True, text=True, env=full).stdout
 

@@ -122,3 +122,16 @@ def test_nonzero_exit_with_passing_tap_still_fails(tmp_path):
 				expect_pytest=False)
 	assert any(c.name == 't.exit' and c.status is Status.FAIL
 		   for c in cases)
+
+
+def test_kselftest_skip_reason_and_failure(parser):
+	cases = collect.parse_ktap(_lines('kselftest-vperfctr-one-fail-one-skip.tap'),
+				   'kselftest', 'vperfctr_test', parser)
+	by = {c.name: c for c in cases}
+	skip = by['vperfctr_test.vperfctr.control_interrupt_mode']
+	assert skip.status is Status.SKIP
+	assert skip.message.startswith('no hardware counters here')
+	fail = by['vperfctr_test.vperfctr.mmap_rules']
+	assert fail.status is Status.FAIL
+	assert 'Expected EPERM (1) == errno (13)' in fail.message
+	assert sum(c.status is Status.PASS for c in cases) == 25

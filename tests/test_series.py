@@ -40,10 +40,6 @@ def _make_series(repo, patches):
 	    'perfctr: test series\n\nA blurb.\n\nBase: x\n')
 	s = Series(_tree(repo), patches)
 	s.export()
-	# What a developer's hand-made commits export to is not yet in the
-	# canonical form (their committer and dates); one apply makes it so,
-	# as "inv apply && inv export" does for the real series.
-	_fresh_apply(repo, patches).export()
 	return s
 
 
@@ -53,6 +49,17 @@ def _fresh_apply(repo, patches):
 	s = Series(_tree(repo), patches)
 	s.apply()
 	return s
+
+
+def test_export_of_hand_made_commits_is_canonical(kernel_repo, tmp_path):
+	"""A developer's own commits (their committer, dates) export to the
+	same bytes as a fresh apply of the result would: export rewrites the
+	branch to the canonical commits, without touching a file."""
+	patches = tmp_path / 'patches'
+	_make_series(kernel_repo, patches)
+	assert git(kernel_repo, 'log', '-1', '--format=%cn', 'perfctr').strip() \
+		== 'perfctr tools'
+	assert git(kernel_repo, 'status', '--porcelain') == ''
 
 
 def test_apply_then_export_reproduces_patches_byte_for_byte(kernel_repo,
@@ -162,3 +169,33 @@ def test_the_real_series_file_lists_existing_patches():
 	from pytools import paths
 	names = [p.name for p in read_series(paths.PATCHES)]
 	assert names and all(n.endswith('.patch') for n in names)
+
+
+def test_plumbing_commits_equal_git_am(kernel_repo, tmp_path):
+	"""Applying without the work tree makes exactly git am's commits."""
+	patches = tmp_path / 'patches'
+	_make_series(kernel_repo, patches)
+	plumbed = git(kernel_repo, 'rev-parse', 'perfctr').strip()
+	git(kernel_repo, 'checkout', '-q', '--detach', 'base/linux-source-9.9/9.9.1-1')
+	for p in read_series(patches):
+		git(kernel_repo, 'am', '-q', '-3', '--committer-date-is-author-date',
+		    str(p), env={'GIT_COMMITTER_NAME': 'perfctr tools',
+				 'GIT_COMMITTER_EMAIL': 'perfctr-tools@localhost'})
+	assert git(kernel_repo, 'rev-parse', 'HEAD').strip() == plumbed
+
+
+def test_changed_patch_rewrites_only_its_files(kernel_repo, tmp_path):
+	patches = tmp_path / 'patches'
+	_make_series(kernel_repo, patches)
+	s = Series(_tree(kernel_repo), patches)
+	untouched = kernel_repo / 'drivers' / 'perfctr.c'
+	before = untouched.stat().st_mtime_ns
+	# Change the second patch's commit message only: a new series whose
+	# files are all the same.
+	p2 = read_series(patches)[1]
+	p2.write_text(p2.read_text().replace('perfctr: build it',
+					     'perfctr: build it, reworded'))
+	r = s.apply()
+	assert r.changed
+	assert untouched.stat().st_mtime_ns == before
+	assert 'reworded' in git(kernel_repo, 'log', '-1', '--format=%s')

@@ -21,4 +21,33 @@ static inline int sys_perfctr_info(void *info, size_t size, unsigned int flags)
 	return syscall(__NR_perfctr_info, info, size, flags);
 }
 
+#ifdef __NR_vperfctr_open
+static inline int sys_vperfctr_open(pid_t tid, unsigned int flags)
+{
+	return syscall(__NR_vperfctr_open, tid, flags);
+}
+
+static inline int sys_vperfctr_control(int fd, const void *ctl, size_t size,
+				       unsigned int flags)
+{
+	return syscall(__NR_vperfctr_control, fd, ctl, size, flags);
+}
+
+static inline int sys_vperfctr_read(int fd, void *sums, size_t size,
+				    unsigned int flags)
+{
+	return syscall(__NR_vperfctr_read, fd, sums, size, flags);
+}
+
+static inline int sys_vperfctr_iresume(int fd)
+{
+	return syscall(__NR_vperfctr_iresume, fd);
+}
+
+static inline int sys_vperfctr_unlink(int fd)
+{
+	return syscall(__NR_vperfctr_unlink, fd);
+}
+#endif
+
 #endif /* __PERFCTR_SYSCALLS_H */

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Quality gates on the series: checkpatch, kernel-doc, sparse and W=1.
+
+Each gate runs the base tree's own tools on the applied series and turns
+their output into Findings; the verdict is one rule: no ERROR and no
+WARNING anywhere (a checkpatch CHECK is reported, and must be fixed or
+justified in the commit message).
+"""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List
+
+from .ops import Ops, progress
+
+# checkpatch's SPDX check runs scripts/spdxcheck.py with "python3" from
+# PATH; Debian's python3-ply and python3-git live with /usr/bin/python3.
+SYSTEM_PATH = '/usr/bin:/bin'
+
+
+@dataclass(frozen=True)
+class Finding:
+	gate: str		# checkpatch, kernel-doc, sparse, W=1
+	where: str		# patch or file
+	level: str		# ERROR, WARNING, CHECK
+	text: str
+
+
+@dataclass
+class LintResult:
+	findings: List[Finding] = field(default_factory=list)
+	checked: List[str] = field(default_factory=list)
+
+	@property
+	def failed(self) -> List[Finding]:
+		return [f for f in self.findings if f.level in ('ERROR', 'WARNING')]
+
+
+_CP = re.compile(r'^(ERROR|WARNING|CHECK): (.*)$')
+
+
+def parse_checkpatch(where: str, output: str) -> List[Finding]:
+	out = []
+	lines = output.splitlines()
+	for i, line in enumerate(lines):
+		m = _CP.match(line)
+		if m:
+			ctx = ' | '.join(l.strip() for l in lines[i + 1:i + 3]
+					 if l.strip())
+			out.append(Finding('checkpatch', where, m.group(1),
+					   f'{m.group(2)} [{ctx}]'))
+	return out
+
+
+def checkpatch(tree: Path, patches: List[Path], ops: Ops) -> LintResult:
+	res = LintResult()
+	for p in patches:
+		progress(f'checkpatch --strict {p.name}')
+		r = ops.run(['perl', str(tree / 'scripts/checkpatch.pl'), '--strict',
+			     '--no-summary', '-q', str(p)], cwd=tree, check=False,
+			    env={'PATH': SYSTEM_PATH})
+		res.checked.append(p.name)
+		res.findings += parse_checkpatch(p.name, r.output)
+		if 'Traceback' in r.output:
+			res.findings.append(Finding(
+				'checkpatch', p.name, 'ERROR',
+				'a checkpatch helper crashed (python3-ply and '
+				'python3-git installed?): ' + r.output[-300:]))
+	return res
+
+
+_KDOC = re.compile(r'^(\S+?):(\d+): (warning|error): (.*)$')
+
+
+def kernel_doc(tree: Path, files: List[str], ops: Ops) -> LintResult:
+	res = LintResult(checked=list(files))
+	r = ops.run(['perl', str(tree / 'scripts/kernel-doc'), '-none', '-Wall',
+		     *files], cwd=tree, check=False)
+	for line in r.output.splitlines():
+		m = _KDOC.match(line.strip())
+		if m:
+			res.findings.append(Finding(
+				'kernel-doc', f'{m.group(1)}:{m.group(2)}',
+				'WARNING' if m.group(3) == 'warning' else 'ERROR',
+				m.group(4)))
+	return res
+
+
+_CC = re.compile(r'^(\S+?):(\d+):(\d+): (warning|error): (.*)$')
+
+
+def compiler_gates(make: List[str], directory: str, ops: Ops,
+		   log: Path) -> LintResult:
+	"""sparse (C=2: every file, rebuilt or not) and W=1 on a directory."""
+	res = LintResult(checked=[directory])
+	progress(f'sparse and W=1 on {directory}')
+	r = ops.stream([*make, 'C=2', 'W=1', directory + '/'], log)
+	for line in r.output.splitlines():
+		m = _CC.match(line.strip())
+		if m and '/perfctr' in m.group(1):
+			# gcc names its warning option, [-Wfoo]; sparse does not
+			gate = 'W=1' if re.search(r'\[-W[^]]+\]$', line) \
+				else 'sparse'
+			res.findings.append(Finding(
+				gate, f'{m.group(1)}:{m.group(2)}',
+				'WARNING' if m.group(4) == 'warning' else 'ERROR',
+				m.group(5)))
+	if r.returncode != 0 and not res.findings:
+		res.findings.append(Finding('W=1', directory, 'ERROR',
+					    f'make failed; see {log}'))
+	return res
