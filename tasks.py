@@ -83,16 +83,18 @@ def export(c, base=None, tree=None, ref=None, offline=False):
 	_finish(pipeline.guarded(run))
 
 
-@task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)'))
+@task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',
+		no_apply='build the tree as it is, uncommitted edits and all'))
 def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
-	  jobs=0):
+	  jobs=0, no_apply=False):
 	"""Apply if needed, then configure and build the kernel (incremental)."""
 	def run():
 		o = _opts(arch=arch, base=base, tree=tree, ref=ref,
 			  offline=offline, **({'jobs': jobs} if jobs else {}))
 		ops = Ops()
 		t = pipeline.resolve_base(o, ops)
-		pipeline.series_for(t).apply()
+		if not no_apply:
+			pipeline.series_for(t).apply()
 		r = pipeline.kernel.build(pipeline.build_request(o, t), ops)
 		print(f'{r.release}: {r.image} ({r.build_seconds:.0f} s; '
 		      f'log {r.log})')

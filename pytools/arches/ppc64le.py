@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: GPL-2.0
+from . import ArchParams
+
+ARCH = ArchParams(
+	name='ppc64le',
+	linux_arch='powerpc',
+	cross_compile='powerpc64le-linux-gnu-',
+	cross_package='gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross',
+	image='vmlinux',
+	make_target='vmlinux',
+	fragments=('common.config', 'ppc64le.config', 'perfctr.config'),
+	qemu_binary='qemu-system-ppc64',
+	qemu_package='qemu-system-ppc',
+	unistd_header='usr/include/asm/unistd_64.h',
+	boot='initramfs',
+	extra={'machine': 'pseries', 'cpu': 'power9', 'console': 'hvc0'},
+)

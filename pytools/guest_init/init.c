@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /init of the initramfs guests (arches without a virtme-ng root): mount
+ * what the tests need, run every /tests/ *_test program, print each
+ * output and the kernel log between markers on the console, power off.
+ * The host cuts the console log back into the files pytools.guest would
+ * have written (see pytools/initramfs.py).  Static, no libc beyond it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MARK		"### perfctr-guest"
+#define TEST_TIMEOUT	300
+#define MAX_TESTS	64
+
+static int cmp(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+static int run(const char *path)
+{
+	pid_t pid = fork();
+	int status, waited = 0;
+
+	if (pid == 0) {
+		execl(path, path, (char *)NULL);
+		printf("cannot run %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (waited++ > TEST_TIMEOUT * 10) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			printf("# perfctr: killed after %d s\n", TEST_TIMEOUT);
+			return -1;
+		}
+		usleep(100000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int main(void)
+{
+	char *names[MAX_TESTS], path[512], *log;
+	int n = 0, i, rcs[MAX_TESTS], len;
+	struct dirent *d;
+	DIR *dir;
+
+	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	dir = opendir("/tests");
+	while (dir && (d = readdir(dir)) && n < MAX_TESTS) {
+		len = strlen(d->d_name);
+		if (len > 5 && !strcmp(d->d_name + len - 5, "_test"))
+			names[n++] = strdup(d->d_name);
+	}
+	qsort(names, n, sizeof(*names), cmp);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/tests/%s", names[i]);
+		printf("%s file kselftest-%s.tap\n", MARK, names[i]);
+		fflush(stdout);
+		rcs[i] = run(path);
+		fflush(stdout);
+		printf("%s end\n", MARK);
+	}
+
+	len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	log = malloc(len > 0 ? len + 1 : 1);
+	len = log ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, len) : -1;
+	printf("%s file dmesg.txt\n", MARK);
+	if (len > 0) {
+		log[len] = 0;
+		fputs(log, stdout);
+		if (log[len - 1] != '\n')
+			putchar('\n');
+	}
+	printf("%s end\n", MARK);
+
+	printf("%s file guest.json\n", MARK);
+	printf("{\"families\": {\"kselftest\": {");
+	for (i = 0; i < n; i++)
+		printf("%s\"%s\": {\"rc\": %d, \"output\": \"kselftest-%s.tap\"}",
+		       i ? ", " : "", names[i], rcs[i], names[i]);
+	printf("}}}\n%s end\n", MARK);
+	printf("%s done\n", MARK);
+	fflush(stdout);
+	sync();
+	reboot(RB_POWER_OFF);
+	return 0;
+}

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Guests without a virtme-ng root: an initramfs of static test programs.
+
+For arches whose user space is not the host's (ppc64le here), the guest
+is the kernel plus a small initramfs: a static /init (guest_init/init.c)
+and the static kselftests under /tests.  /init prints every output and
+the kernel log between markers on the console; split_console() cuts the
+console log back into the files pytools.guest writes on vng guests, so
+collect.py reads both the same way.
+"""
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from .arches import ArchParams
+from .ops import Completed, Ops, progress
+
+MARK = '### perfctr-guest'
+INIT_SRC = Path(__file__).parent / 'guest_init' / 'init.c'
+
+
+def _cpio_entry(name: str, mode: int, data: bytes, ino: int) -> bytes:
+	"""One entry of a newc cpio archive."""
+	name_b = name.encode() + b'\0'
+	fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name_b), 0]
+	hdr = b'070701' + b''.join(b'%08X' % f for f in fields)
+	out = hdr + name_b
+	out += b'\0' * (-len(out) % 4)
+	out += data
+	out += b'\0' * (-len(out) % 4)
+	return out
+
+
+def cpio(entries: List[Tuple[str, int, bytes]]) -> bytes:
+	"""A newc archive of (name, mode, data); directories have no data."""
+	out = b''.join(_cpio_entry(n, m, d, i + 1)
+		       for i, (n, m, d) in enumerate(entries))
+	out += _cpio_entry('TRAILER!!!', 0, b'', 0)
+	return out + b'\0' * (-len(out) % 512)
+
+
+def build(arch: ArchParams, tests: Path, out: Path, ops: Ops) -> Path:
+	"""Compile /init for the arch and pack it with the tests."""
+	init = out.parent / 'guest-init'
+	cc = f'{arch.cross_compile}gcc'
+	ops.require(cc, arch.cross_package)
+	ops.run([cc, '-static', '-O2', '-Wall', '-o', str(init), str(INIT_SRC)])
+	dirs = ['dev', 'proc', 'sys', 'tmp', 'tests']
+	entries = [(d, stat.S_IFDIR | 0o755, b'') for d in dirs]
+	entries.append(('init', stat.S_IFREG | 0o755, init.read_bytes()))
+	for t in sorted(tests.iterdir()):
+		if t.name.endswith('_test') and os.access(t, os.X_OK):
+			entries.append((f'tests/{t.name}', stat.S_IFREG | 0o755,
+					t.read_bytes()))
+	out.write_bytes(cpio(entries))
+	return out
+
+
+def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
+	      cpus: int = 2, memory: str = '1G') -> List[str]:
+	x = arch.extra
+	return [arch.qemu_binary, '-M', x['machine'], '-cpu', x['cpu'],
+		'-accel', accel, '-smp', str(cpus), '-m', memory,
+		'-nographic', '-no-reboot', '-kernel', str(kernel),
+		'-initrd', str(initrd),
+		'-append', f'console={x["console"]} loglevel=1 panic=-1']
+
+
+def boot(argv: List[str], log: Path, timeout: float, ops: Ops) -> Completed:
+	progress(f'boot: {" ".join(argv[:5])} ... (console log: {log})')
+	return ops.stream(argv, log, timeout=timeout)
+
+
+def split_console(text: str, outdir: Path) -> Dict[str, int]:
+	"""Write each marked section of the console to its file."""
+	outdir.mkdir(parents=True, exist_ok=True)
+	sizes: Dict[str, int] = {}
+	current, buf = None, []
+	for raw in text.splitlines():
+		line = raw.rstrip('\r')
+		m = re.match(rf'^{MARK} file (\S+)$', line)
+		if m:
+			current, buf = m.group(1), []
+			continue
+		if line == f'{MARK} end' and current:
+			if current == 'dmesg.txt':
+				buf = [re.sub(r'^<\d+>', '', l) for l in buf]
+			(outdir / current).write_text('\n'.join(buf) + '\n')
+			sizes[current] = len(buf)
+			current = None
+			continue
+		if current:
+			buf.append(line)
+	return sizes

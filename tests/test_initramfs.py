@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: GPL-2.0
+import json
+
+from pytools import initramfs
+
+
+def test_cpio_newc_layout():
+	data = initramfs.cpio([('init', 0o100755, b'#!x\n')])
+	assert data.startswith(b'070701')
+	assert b'init\0' in data and b'TRAILER!!!\0' in data
+	assert len(data) % 512 == 0
+
+
+def test_split_console(tmp_path):
+	console = '\r\n'.join([
+		'[    0.1] booting',
+		'### perfctr-guest file kselftest-a_test.tap',
+		'TAP version 13', '1..1', 'ok 1 a',
+		'### perfctr-guest end',
+		'### perfctr-guest file dmesg.txt',
+		'<6>[    1.0] KTAP version 1',
+		'### perfctr-guest end',
+		'### perfctr-guest file guest.json',
+		'{"families": {"kselftest": {"a_test": {"rc": 0, "output": "kselftest-a_test.tap"}}}}',
+		'### perfctr-guest end',
+		'### perfctr-guest done'])
+	sizes = initramfs.split_console(console, tmp_path)
+	assert sizes == {'kselftest-a_test.tap': 3, 'dmesg.txt': 1, 'guest.json': 1}
+	assert (tmp_path / 'dmesg.txt').read_text() == '[    1.0] KTAP version 1\n'
+	assert json.loads((tmp_path / 'guest.json').read_text())['families']
+	assert '\r' not in (tmp_path / 'kselftest-a_test.tap').read_text()
+
+
+def test_unterminated_section_is_not_written(tmp_path):
+	"""A guest that panicked mid-test leaves no half file behind."""
+	sizes = initramfs.split_console(
+		'### perfctr-guest file kselftest-a_test.tap\nTAP version 13\n'
+		'Kernel panic - not syncing\n', tmp_path)
+	assert sizes == {}
+	assert not (tmp_path / 'kselftest-a_test.tap').exists()
