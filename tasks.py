@@ -104,12 +104,13 @@ def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 @task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',
 		accel='auto (default), kvm or tcg',
 		timeout='seconds the guest may run before it is killed '
-			'(default 900)'))
+			'(default 900)',
+		no_apply='test the tree as it is, uncommitted edits and all'))
 def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
-	  jobs=0, accel='auto', timeout=900):
+	  jobs=0, accel='auto', timeout=900, no_apply=False):
 	"""The main job: base, apply, build, boot, test; prints the results path last."""
 	o = _opts(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
-		  accel=accel, timeout=float(timeout),
+		  accel=accel, timeout=float(timeout), apply=not no_apply,
 		  **({'jobs': jobs} if jobs else {}))
 	_finish(pipeline.guarded(pipeline.check, o, _argv()))
 

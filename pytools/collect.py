@@ -194,7 +194,14 @@ def collect(outdir: Path, console_log: Path, tree: Path,
 	summary = json.loads(guest_json.read_text())
 	for name, run in sorted(summary['families'].get('kselftest', {})
 				.items()):
-		tap = (outdir / run['output']).read_text(errors='replace')
+		tap_path = outdir / run['output']
+		if not tap_path.exists():
+			tests.append(TestCase('kselftest', name, Status.FAIL,
+					      f'{tap_path.name} missing: the '
+					      'guest lost its output (exit status '
+					      f'{run["rc"]})'))
+			continue
+		tap = tap_path.read_text(errors='replace')
 		cases = parse_ktap(tap.splitlines(), 'kselftest', name, parser)
 		if run['rc'] not in (0, 4) and \
 		   all(c.status is not Status.FAIL for c in cases):

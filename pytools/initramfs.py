@@ -81,7 +81,8 @@ def split_console(text: str, outdir: Path) -> Dict[str, int]:
 	current, buf = None, []
 	for raw in text.splitlines():
 		line = raw.rstrip('\r')
-		m = re.match(rf'^{MARK} file (\S+)$', line)
+		# a marker may follow a kernel line that lacked its newline
+		m = re.search(rf'{MARK} file (\S+)$', line)
 		if m:
 			current, buf = m.group(1), []
 			continue

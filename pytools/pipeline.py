@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import arches, bases, boot, collect, kernel, paths, results
+from . import arches, bases, boot, collect, initramfs, kernel, paths, results
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
 	PerfctrError, UserError
 from .ops import Ops, progress
@@ -33,6 +33,7 @@ class Options:
 	fragments: Tuple[str, ...] = ()
 	config_name: str = 'default'
 	offline: bool = False
+	apply: bool = True
 
 
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
@@ -75,6 +76,10 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	run.accelerator = {'accel': accel.accel.value, 'reason': accel.reason}
 	guest_out = outdir / 'guest'
 	guest_out.mkdir(exist_ok=True)
+	if req.arch.boot == 'initramfs':
+		_test_initramfs(opts, tree, build, req, run, outdir, guest_out,
+				ksel, accel, ops)
+		return
 	python = Path(sys.executable)
 	cmd = (f'cd {shlex.quote(str(paths.REPO))} && '
 	       f'{shlex.quote(str(python))} -m pytools.guest '
@@ -98,6 +103,39 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	run.command = run.command or ''
 
 
+NO_PYTHON_REASON = (
+	'not run on {arch}: this guest is an initramfs of static C programs '
+	'with no Python; a {arch} root filesystem (debootstrap with '
+	'qemu-user-static) is not built yet, so the Python ABI checks and '
+	'perfex run on x86_64 only')
+
+
+def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
+		    accel, ops) -> None:
+	"""Boot QEMU with the kernel and an initramfs of the kselftests."""
+	ops.require(req.arch.qemu_binary, req.arch.qemu_package)
+	initrd = initramfs.build(req.arch, ksel, outdir / 'initramfs.cpio', ops)
+	argv = initramfs.qemu_argv(req.arch, build.image, initrd,
+				   accel.accel.value)
+	log = outdir / 'console.log'
+	t0 = time.monotonic()
+	done = initramfs.boot(argv, log, opts.timeout, ops)
+	run.durations['boot_and_test'] = round(time.monotonic() - t0, 1)
+	run.logs['console'] = str(log)
+	run.logs['guest'] = str(guest_out)
+	run.logs['qemu'] = ' '.join(argv)
+	if done.timed_out:
+		run.problems.append(f'the guest did not finish within '
+				    f'{opts.timeout:.0f} s and was killed '
+				    f'(console: {log})')
+	initramfs.split_console(log.read_text(errors='replace'), guest_out)
+	run.tests = collect.collect(guest_out, log, tree.path,
+				    expect_pytest=False)
+	run.tests.append(results.TestCase(
+		'pytest', 'python ABI checks', results.Status.SKIP,
+		NO_PYTHON_REASON.format(arch=req.arch.name)))
+
+
 def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	"""The main job: base, apply, build, test, report.  Returns exit code."""
 	ops = ops or Ops()
@@ -108,10 +146,17 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	progress(f'base: {tree.origin} at {tree.commit[:12]} ({tree.path})')
 
 	t = time.monotonic()
-	applied = series_for(tree).apply()
+	if opts.apply:
+		applied = series_for(tree).apply()
+		tip = applied.tip
+		progress(f'apply: {len(applied.patches)} patches, '
+			 f'{"applied" if applied.changed else "already applied"}')
+	else:
+		tip = ops.run(['git', '-C', str(tree.path), 'describe', '--always',
+			       '--dirty']).output.strip()
+		progress(f'apply: skipped (--no-apply), testing the tree as it is '
+			 f'({tip})')
 	stages['apply'] = round(time.monotonic() - t, 1)
-	progress(f'apply: {len(applied.patches)} patches, '
-		 f'{"applied" if applied.changed else "already applied"}')
 
 	req = build_request(opts, tree)
 	t = time.monotonic()
@@ -124,7 +169,7 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 		arch=opts.arch,
 		base={'name': tree.name, 'origin': tree.origin,
 		      'version': tree.version, 'commit': tree.commit,
-		      'ref': tree.ref, 'series_tip': applied.tip},
+		      'ref': tree.ref, 'series_tip': tip},
 		kernel_release=build.release,
 		config_fragments=list(req.fragments),
 		durations=stages,

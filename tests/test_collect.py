@@ -135,3 +135,15 @@ def test_kselftest_skip_reason_and_failure(parser):
 	assert fail.status is Status.FAIL
 	assert 'Expected EPERM (1) == errno (13)' in fail.message
 	assert sum(c.status is Status.PASS for c in cases) == 25
+
+
+def test_missing_kselftest_output_is_a_failure(tmp_path):
+	out = tmp_path / 'guest'
+	out.mkdir()
+	shutil.copy(DATA / 'dmesg-kunit-pass.txt', out / 'dmesg.txt')
+	(out / 'guest.json').write_text(json.dumps({'families': {'kselftest': {
+		'gone_test': {'rc': 0, 'output': 'kselftest-gone_test.tap'}}}}))
+	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE,
+				expect_pytest=False)
+	gone = [c for c in cases if c.name == 'gone_test']
+	assert gone and gone[0].status is Status.FAIL

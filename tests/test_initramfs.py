@@ -38,3 +38,10 @@ def test_unterminated_section_is_not_written(tmp_path):
 		'Kernel panic - not syncing\n', tmp_path)
 	assert sizes == {}
 	assert not (tmp_path / 'kselftest-a_test.tap').exists()
+
+
+def test_marker_glued_to_a_kernel_line(tmp_path):
+	sizes = initramfs.split_console(
+		'[ 1.0] Run /init as init process#1 SMP ### perfctr-guest file x.tap\n'
+		'ok 1 a\n### perfctr-guest end\n', tmp_path)
+	assert sizes == {'x.tap': 1}

@@ -68,6 +68,8 @@ int main(void)
 	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
 	mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* The kernel's last console line may lack its newline. */
+	putchar('\n');
 
 	dir = opendir("/tests");
 	while (dir && (d = readdir(dir)) && n < MAX_TESTS) {
