@@ -53,6 +53,18 @@ def parse_checkpatch(where: str, output: str) -> List[Finding]:
 	return out
 
 
+def justified(finding: Finding, patch_text: str) -> bool:
+	"""Does the patch's commit message answer this checkpatch finding?
+
+	The convention: the message says "checkpatch" and names every
+	<header> or identifier in angle brackets that the finding names.
+	"""
+	message = patch_text.split('\n---\n', 1)[0]
+	names = re.findall(r'<[^>\s]+>', finding.text.split(' [', 1)[0])
+	return 'checkpatch' in message and bool(names) and \
+		all(n in message for n in names)
+
+
 def checkpatch(tree: Path, patches: List[Path], ops: Ops) -> LintResult:
 	res = LintResult()
 	for p in patches:
@@ -61,7 +73,11 @@ def checkpatch(tree: Path, patches: List[Path], ops: Ops) -> LintResult:
 			     '--no-summary', '-q', str(p)], cwd=tree, check=False,
 			    env={'PATH': SYSTEM_PATH})
 		res.checked.append(p.name)
-		res.findings += parse_checkpatch(p.name, r.output)
+		text = p.read_text(errors='replace')
+		for f in parse_checkpatch(p.name, r.output):
+			if f.level != 'ERROR' and justified(f, text):
+				f = Finding(f.gate, f.where, 'JUSTIFIED', f.text)
+			res.findings.append(f)
 		if 'Traceback' in r.output:
 			res.findings.append(Finding(
 				'checkpatch', p.name, 'ERROR',

@@ -272,6 +272,41 @@ class Series:
 		if self._branch_tip():
 			self._git('checkout', '-q', WORK_BRANCH)
 
+	def autosquash(self) -> str:
+		"""git rebase --autosquash of the work branch, in a scratch worktree.
+
+		fixup!/squash!/amend! commits are folded into their targets
+		without rewriting the files in the developer's tree: the result
+		has the same tree as the branch had, so only the branch moves.
+		"""
+		self.check_clean()
+		tip = self._branch_tip()
+		if tip is None:
+			raise UserError(f'no {WORK_BRANCH} branch', 'run inv apply first')
+		with tempfile.TemporaryDirectory() as tmp:
+			wt = Path(tmp) / 'wt'
+			self._git('worktree', 'add', '-q', '--detach', str(wt), tip)
+			try:
+				r = git.Repo(wt)
+				with r.git.custom_environment(GIT_SEQUENCE_EDITOR='true',
+							      **COMMITTER):
+					r.git.rebase('-q', '-i', '--autosquash',
+						     self.tree.commit)
+				new = r.head.commit.hexsha
+			except git.GitCommandError as e:
+				raise UserError('the autosquash rebase stopped: '
+						f'{(e.stderr or "").strip()[:400]}',
+						'squash by hand with git rebase -i') from None
+			finally:
+				self._git('worktree', 'remove', '--force', str(wt))
+		if self._git('rev-parse', f'{new}^{{tree}}') != \
+		   self._git('rev-parse', f'{tip}^{{tree}}'):
+			raise InfraError('autosquash changed the tree; branch left '
+					 'as it was')
+		self._git('update-ref', f'refs/heads/{WORK_BRANCH}', new, tip)
+		self._git('reset', '-q')
+		return new
+
 	def format_patches(self, out: Path) -> List[str]:
 		"""git format-patch the work branch into out; return names."""
 		tip_date = self._git('log', '-1', '--format=%cI', WORK_BRANCH)

@@ -30,3 +30,12 @@ def test_compiler_gates_tell_sparse_from_gcc(fake_ops, tmp_path):
 	assert [(f.gate, f.where) for f in r.findings] == [
 		('sparse', '/t/drivers/perfctr/x86.c:10'),
 		('W=1', '/t/drivers/perfctr/init.c:3')]
+
+
+def test_a_warning_the_commit_message_answers_is_justified():
+	f = lint.parse_checkpatch('0002.patch', CHECKPATCH)[0]
+	patch = ('Subject: x\n\ncheckpatch suggests <linux/nmi.h> for <asm/nmi.h>;'
+		 ' the driver needs asm/nmi.h because ...\n---\n diff')
+	assert lint.justified(f, patch)
+	assert not lint.justified(f, 'Subject: x\n\nno word of it\n---\n')
+	assert not lint.justified(f, 'Subject: x\n\n---\ncheckpatch <linux/nmi.h> <asm/nmi.h>')

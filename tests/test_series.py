@@ -199,3 +199,22 @@ def test_changed_patch_rewrites_only_its_files(kernel_repo, tmp_path):
 	assert r.changed
 	assert untouched.stat().st_mtime_ns == before
 	assert 'reworded' in git(kernel_repo, 'log', '-1', '--format=%s')
+
+
+def test_autosquash_folds_fixups_without_touching_files(kernel_repo, tmp_path):
+	patches = tmp_path / 'patches'
+	_make_series(kernel_repo, patches)
+	s = Series(_tree(kernel_repo), patches)
+	target = git(kernel_repo, 'log', '--format=%H', '-1', '--grep',
+		     'perfctr: core').strip()
+	f = kernel_repo / 'drivers' / 'perfctr.c'
+	f.write_text('int perfctr = 1;\n')
+	git(kernel_repo, 'commit', '-q', '-a', f'--fixup={target}')
+	mk = kernel_repo / 'drivers' / 'Makefile'
+	before = mk.stat().st_mtime_ns
+	s.autosquash()
+	s.export()
+	assert mk.stat().st_mtime_ns == before
+	log = git(kernel_repo, 'log', '--format=%s', 'base/linux-source-9.9/9.9.1-1..perfctr')
+	assert 'fixup!' not in log and log.count('\n') == 2
+	assert '+int perfctr = 1;' in read_series(patches)[0].read_text()
