@@ -169,3 +169,43 @@ def lint(c, base=None, tree=None, ref=None, offline=False):
 		      f'{sum(len(r.findings) for r in results) - bad} CHECK or justified')
 		return 1 if bad else 0
 	_finish(pipeline.guarded(run))
+
+
+@task(help=dict(COMMON_HELP, arch='x86_64 (default), ppc64le, or all',
+		jobs='make -j (default: all cores)'))
+def bisect(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	   jobs=0):
+	"""Build every prefix of the series; name the first that breaks the build or warns."""
+	def run():
+		from pytools import arches, bisect as B, kernel
+		ops = Ops()
+		o = _opts(base=base, tree=tree, ref=ref, offline=offline,
+			  **({'jobs': jobs} if jobs else {}))
+		t = pipeline.resolve_base(o, ops)
+		s = pipeline.series_for(t)
+		s.apply()
+		names = sorted(arches.known()) if arch == 'all' else [arch]
+		bad = 0
+		for name in names:
+			ob = _opts(arch=name, base=base, tree=tree, ref=ref,
+				   offline=offline, config_name='bisect',
+				   **({'jobs': jobs} if jobs else {}))
+			r = B.run(s, pipeline.build_request(ob, t), ops)
+			for p in r.prefixes:
+				state = 'builds' if p.built else 'FAILS'
+				extra = f', {len(p.warnings)} new warnings' \
+					if p.warnings else ''
+				print(f'{name} {p.index:2d} {state} ({p.seconds:.0f} s'
+				      f'{extra}): {p.subject}')
+				for w in p.warnings[:10]:
+					print(f'      {w}')
+			fb = r.first_bad
+			if fb:
+				bad += 1
+				print(f'{name}: first bad patch: {fb.index} {fb.subject} '
+				      f'(log {fb.log})')
+			else:
+				print(f'{name}: every prefix of {len(r.prefixes)} builds '
+				      'without warnings')
+		return 1 if bad else 0
+	_finish(pipeline.guarded(run))

@@ -66,7 +66,8 @@ def _head(ops: Ops, tree: Path) -> str:
 		       check=False).output.strip()
 
 
-def configure(req: BuildRequest, ops: Ops) -> Tuple[bool, float]:
+def configure(req: BuildRequest, ops: Ops,
+	      strict: bool = True) -> Tuple[bool, float]:
 	"""allnoconfig + the fragments; an option that did not stick is an error.
 
 	Skipped when neither the fragments nor the tree's commit changed since
@@ -92,7 +93,7 @@ def configure(req: BuildRequest, ops: Ops) -> Tuple[bool, float]:
 		raise InfraError('make allnoconfig failed:\n' +
 				 res.output[-3000:])
 	lost = kconfig.missing(merged, config.read_text())
-	if lost:
+	if lost and strict:
 		raise UserError('config options the fragments ask for did not '
 				'survive olddefconfig:\n  ' + '\n  '.join(lost),
 				'an option usually drops because one it depends '
