@@ -118,13 +118,20 @@ def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 		accel='auto (default), kvm or tcg',
 		timeout='seconds the guest may run before it is killed '
 			'(default 900)',
-		no_apply='test the tree as it is, uncommitted edits and all'))
+		no_apply='test the tree as it is, uncommitted edits and all',
+		debug='add kconfigs/debug.config (lockdep, atomic-sleep, list and '
+		      'object debugging) in a build directory of its own'))
 def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
-	  jobs=0, accel='auto', timeout=900, no_apply=False):
+	  jobs=0, accel='auto', timeout=900, no_apply=False, debug=False):
 	"""The main job: base, apply, build, boot, test; prints the results path last."""
+	extra = {}
+	if debug:
+		from pytools import arches
+		extra = {'fragments': (*arches.get(arch).fragments, 'debug.config'),
+			 'config_name': 'debug'}
 	o = _opts(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
 		  accel=accel, timeout=float(timeout), apply=not no_apply,
-		  **({'jobs': jobs} if jobs else {}))
+		  **extra, **({'jobs': jobs} if jobs else {}))
 	_finish(pipeline.guarded(pipeline.check, o, _argv()))
 
 
