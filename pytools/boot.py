@@ -7,7 +7,9 @@ stock guest aborts QEMU at its first MSR write), TCG otherwise.
 """
 
 import enum
+import os
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -88,12 +90,19 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 
 def boot(req: BootRequest, ops: Ops) -> Completed:
 	"""Boot, run the command, power off; never outlive the timeout."""
-	vng = ops.require('vng', 'virtme-ng (pip; ./bootstrap installs it)')
+	# vng lives in the same virtualenv as the tools, on PATH or not
+	here = Path(sys.executable).parent / 'vng'
+	vng = str(here) if here.exists() else ops.which('vng')
+	if not vng:
+		raise InfraError('vng (virtme-ng) is not installed',
+				 'run ./bootstrap, which installs it in .venv')
 	ops.require(req.arch.qemu_binary, req.arch.qemu_package)
 	argv = vng_argv(req, vng)
 	progress(f'boot: {req.arch.name} under {req.accel.accel.value.upper()}'
 		 f' ({req.accel.reason}); console log: {req.log}')
-	return ops.stream(argv, req.log, timeout=req.timeout)
+	# vng runs virtme-run from PATH: its own bin directory must be on it
+	path = f'{Path(vng).parent}:{os.environ.get("PATH", "")}'
+	return ops.stream(argv, req.log, timeout=req.timeout, env={'PATH': path})
 
 
 def reproducer(argv: Sequence[str]) -> str:
