@@ -199,7 +199,8 @@ class Series:
 		return ApplyResult(WORK_BRANCH, head, names, changed=True,
 				   saved_branch=saved)
 
-	def _commit_patches(self, patches: List[Path]) -> tuple:
+	def _commit_patches(self, patches: List[Path],
+			    quiet: bool = False) -> tuple:
 		"""Commit patches onto the base without touching the work tree.
 
 		The same commits git am would make (mailinfo, the pinned
@@ -212,7 +213,9 @@ class Series:
 			env = {'GIT_INDEX_FILE': str(Path(tmp) / 'index')}
 			msgf, patchf = Path(tmp) / 'msg', Path(tmp) / 'patch'
 			for i, p in enumerate(patches):
-				progress(f'apply [{i + 1}/{len(patches)}] {p.name}')
+				if not quiet:
+					progress(f'apply [{i + 1}/{len(patches)}] '
+						 f'{p.name}')
 				with open(p, 'rb') as f:
 					info = self._git('mailinfo', '-u', str(msgf),
 							 str(patchf), istream=f)
@@ -353,7 +356,8 @@ class Series:
 		# date), so apply followed by export gives the same bytes on
 		# any machine.  Same trees, so no file in the tree changes.
 		tip = self._branch_tip()
-		head, done = self._commit_patches(read_series(self.patches))
+		head, done = self._commit_patches(read_series(self.patches),
+						  quiet=True)
 		if done == len(names) and head != tip and \
 		   self._git('rev-parse', f'{head}^{{tree}}') == \
 		   self._git('rev-parse', f'{tip}^{{tree}}'):
