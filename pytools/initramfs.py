@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from .arches import ArchParams
 from .ops import Completed, Ops, progress
@@ -60,9 +60,11 @@ def build(arch: ArchParams, tests: Path, out: Path, ops: Ops) -> Path:
 
 
 def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
-	      cpus: int = 2, memory: str = '1G') -> List[str]:
+	      cpus: int = 2, memory: str = '1G',
+	      qemu: Sequence[str] = ()) -> List[str]:
+	"""The QEMU command line; @qemu is the binary (and -L) to use."""
 	x = arch.extra
-	return [arch.qemu_binary, '-M', x['machine'], '-cpu', x['cpu'],
+	return [*(qemu or [arch.qemu_binary]), '-M', x['machine'], '-cpu', x['cpu'],
 		'-accel', accel, '-smp', str(cpus), '-m', memory,
 		'-nographic', '-no-reboot', '-kernel', str(kernel),
 		'-initrd', str(initrd),

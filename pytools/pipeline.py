@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import arches, bases, boot, collect, initramfs, kernel, paths, results
+from . import arches, bases, boot, collect, initramfs, kernel, paths, qemu, \
+	results
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
 	PerfctrError, UserError
 from .ops import Ops, progress
@@ -113,10 +114,11 @@ NO_PYTHON_REASON = (
 def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 		    accel, ops) -> None:
 	"""Boot QEMU with the kernel and an initramfs of the kselftests."""
-	ops.require(req.arch.qemu_binary, req.arch.qemu_package)
+	q = qemu.choose(req.arch, ops)
+	run.qemu = q.as_dict()
 	initrd = initramfs.build(req.arch, ksel, outdir / 'initramfs.cpio', ops)
 	argv = initramfs.qemu_argv(req.arch, build.image, initrd,
-				   accel.accel.value)
+				   accel.accel.value, qemu=qemu.argv_prefix(q))
 	log = outdir / 'console.log'
 	t0 = time.monotonic()
 	done = initramfs.boot(argv, log, opts.timeout, ops)

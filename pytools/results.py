@@ -29,6 +29,7 @@ class RunResult:
 	arch: str
 	base: Dict[str, str]
 	accelerator: Dict[str, str] = field(default_factory=dict)
+	qemu: Dict[str, str] = field(default_factory=dict)
 	kernel_release: str = ''
 	config_fragments: List[str] = field(default_factory=list)
 	durations: Dict[str, float] = field(default_factory=dict)
@@ -97,6 +98,9 @@ def summary(run: RunResult) -> str:
 	lines = [f'perfctr {run.arch} on {run.base.get("origin", "?")} '
 		 f'(kernel {run.kernel_release or "?"}, '
 		 f'{run.accelerator.get("accel", "?")})']
+	if run.qemu.get('origin', 'system') != 'system':
+		lines.append(f'  qemu {run.qemu.get("version")} from '
+			     f'{run.qemu["origin"]}: {run.qemu.get("reason")}')
 	fams: Dict[str, Dict[str, int]] = {}
 	for t in run.tests:
 		f = fams.setdefault(t.family, {s.value: 0 for s in Status})

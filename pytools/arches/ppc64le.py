@@ -13,5 +13,8 @@ ARCH = ArchParams(
 	qemu_package='qemu-system-ppc',
 	unistd_header='usr/include/asm/unistd_64.h',
 	boot='initramfs',
-	extra={'machine': 'pseries', 'cpu': 'power9', 'console': 'hvc0'},
+	extra={'machine': 'pseries', 'cpu': 'power9', 'console': 'hvc0',
+	       # QEMU raises the pseries PMU's overflow interrupt from 8.1
+	       'qemu_min': '8.1',
+	       'qemu_min_why': 'the POWER PMU overflow interrupt needs'},
 )
