@@ -21,15 +21,20 @@ pytestmark = pytest.mark.e2e
 # went missing.  The PMU tests must pass where a PMU exists (ppc64le
 # pseries); x86 guests here have none and those tests skip.
 EXPECT = {
-	'x86_64': {'min': {'kunit': 25, 'kselftest': 39, 'pytest': 28,
+	'x86_64': {'min': {'kunit': 31, 'kselftest': 39, 'pytest': 28,
 			   'kernel-log': 1},
 		   'must_pass': ['vperfctr_test.vperfctr.fast_read_agrees_with_syscall'],
 		   'release': '6.12.'},
-	'ppc64le': {'min': {'kunit': 4, 'kselftest': 44, 'kernel-log': 1},
+	'ppc64le': {'min': {'kunit': 5, 'kselftest': 49, 'kernel-log': 1},
 		    'must_pass': ['vperfctr_pmc_test.pmc.instructions_scale',
 				  'vperfctr_pmc_test.pmc.other_thread_not_counted',
 				  'vperfctr_pmc_test.pmc.fast_read_agrees_with_syscall',
-				  'vperfctr_pmc_test.pmc.perf_and_perfctr_exclude_each_other'],
+				  'vperfctr_pmc_test.pmc.perf_and_perfctr_exclude_each_other',
+				  'vperfctr_pmc_test.overflow.signal_after_period',
+				  'vperfctr_pmc_test.overflow.iresume_restarts',
+				  'vperfctr_pmc_test.overflow.no_signal_when_none_asked',
+				  'vperfctr_pmc_test.overflow.accumulating_slot_alongside',
+				  'vperfctr_pmc_test.overflow.bad_periods_einval'],
 		    'release': '6.12.'},
 }
 

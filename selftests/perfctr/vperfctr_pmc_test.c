@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,195 @@ TEST_F(pmc, kernel_mode_needs_cap_perfmon)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * Overflow: an interrupt-mode instructions counter starting at -PERIOD.
+ * The signal comes as sigqueue(3) from the kernel would send it, with
+ * the overflow mask in si_value; the counters stay suspended until
+ * vperfctr_iresume(), which restarts the period.
+ */
+#define PERIOD		1000000L
+
+static volatile sig_atomic_t ovf_signals;
+static volatile int ovf_value, ovf_code, ovf_pid;
+
+static void on_overflow(int sig, siginfo_t *si, void *uc)
+{
+	ovf_signals++;
+	ovf_value = si->si_value.sival_int;
+	ovf_code = si->si_code;
+	ovf_pid = si->si_pid;
+}
+
+/* Slot 0 instructions in interrupt mode; 0 if there is no such event. */
+static int overflow_control(struct vperfctr_control *c, long period, int signo)
+{
+	if (!instructions_control(c, 0))
+		return 0;
+	c->cpu_control.nractrs = 0;
+	c->cpu_control.nrictrs = 1;
+	c->cpu_control.ireset[0] = -period;
+	c->si_signo = signo;
+	return 1;
+}
+
+static uint32_t read_status(int fd, uint32_t *ovf_mask)
+{
+	struct vperfctr_sums s;
+
+	if (sys_vperfctr_read(fd, &s, sizeof(s), 0))
+		return ~0U;
+	*ovf_mask = s.ovf_mask;
+	return s.status;
+}
+
+FIXTURE(overflow) {
+	int fd;
+};
+
+FIXTURE_SETUP(overflow)
+{
+	struct sigaction sa;
+
+	self->fd = -1;
+	if (sys_perfctr_info(&info, sizeof(info), 0))
+		SKIP(return, "perfctr_info failed: %s", strerror(errno));
+	if (!info.nr_counters)
+		SKIP(return, "no hardware counters in this machine (cpu_type %u, TSC only)",
+		     info.cpu_type);
+	if (!(info.cpu_features & PERFCTR_FEATURE_PCINT))
+		SKIP(return, "this PMU has no overflow interrupt (no PERFCTR_FEATURE_PCINT)");
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_overflow;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ovf_signals = 0;
+	ovf_value = 0;
+	self->fd = sys_vperfctr_open(0, VPERFCTR_OPEN_CREAT);
+	ASSERT_LE(0, self->fd) TH_LOG("%m");
+}
+
+FIXTURE_TEARDOWN(overflow)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/* The signal arrives after about PERIOD instructions, naming slot 0. */
+TEST_F(overflow, signal_after_period)
+{
+	struct vperfctr_control c;
+	uint32_t status, mask = 0;
+	uint64_t at_signal, later;
+
+	ASSERT_TRUE(overflow_control(&c, PERIOD, SIGUSR1));
+	ASSERT_EQ(0, sys_vperfctr_control(self->fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	loop(LOOP_N);		/* about 3 x PERIOD instructions */
+	ASSERT_EQ(1, ovf_signals) TH_LOG("signals after %lu iterations", LOOP_N);
+	EXPECT_EQ(1, ovf_value);
+	EXPECT_EQ(SI_QUEUE, ovf_code);
+	EXPECT_EQ(0, ovf_pid);
+	status = read_status(self->fd, &mask);
+	EXPECT_TRUE(status & VPERFCTR_STATUS_SUSPENDED) TH_LOG("status %#x", status);
+	EXPECT_EQ(1, mask);
+	at_signal = read_pmc0(self->fd);
+	TH_LOG("period %ld: overflow after %llu instructions", PERIOD,
+	       (unsigned long long)at_signal);
+	EXPECT_GE(at_signal, PERIOD);
+	/* The PMU freezes itself on the overflow: little overshoot. */
+	EXPECT_LT(at_signal, PERIOD + PERIOD / 20);
+	/* Suspended: nothing more is counted, no second signal. */
+	loop(LOOP_N);
+	later = read_pmc0(self->fd);
+	EXPECT_EQ(at_signal, later);
+	EXPECT_EQ(1, ovf_signals);
+}
+
+/* iresume restarts the period: a second signal, about 2 x PERIOD in all. */
+TEST_F(overflow, iresume_restarts)
+{
+	struct vperfctr_control c;
+	uint32_t status, mask = 0;
+	uint64_t total;
+
+	ASSERT_TRUE(overflow_control(&c, PERIOD, SIGUSR1));
+	ASSERT_EQ(0, sys_vperfctr_control(self->fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	loop(LOOP_N);
+	ASSERT_EQ(1, ovf_signals);
+	ASSERT_EQ(0, sys_vperfctr_iresume(self->fd)) TH_LOG("%m");
+	status = read_status(self->fd, &mask);
+	EXPECT_FALSE(status & VPERFCTR_STATUS_SUSPENDED) TH_LOG("status %#x", status);
+	EXPECT_EQ(0, mask);
+	loop(LOOP_N);
+	EXPECT_EQ(2, ovf_signals);
+	total = read_pmc0(self->fd);
+	TH_LOG("two periods of %ld: %llu instructions", PERIOD,
+	       (unsigned long long)total);
+	EXPECT_GE(total, 2 * PERIOD);
+	EXPECT_LT(total, 2 * PERIOD + PERIOD / 10);
+	/* Suspended again; after this iresume there is nothing to resume. */
+	EXPECT_EQ(0, sys_vperfctr_iresume(self->fd));
+	EXPECT_EQ(-1, sys_vperfctr_iresume(self->fd));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+/* With si_signo 0 an overflow suspends silently; the mask says why. */
+TEST_F(overflow, no_signal_when_none_asked)
+{
+	struct vperfctr_control c;
+	uint32_t status, mask = 0;
+
+	ASSERT_TRUE(overflow_control(&c, PERIOD, 0));
+	ASSERT_EQ(0, sys_vperfctr_control(self->fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	loop(LOOP_N);
+	EXPECT_EQ(0, ovf_signals);
+	status = read_status(self->fd, &mask);
+	EXPECT_TRUE(status & VPERFCTR_STATUS_SUSPENDED) TH_LOG("status %#x", status);
+	EXPECT_EQ(1, mask);
+}
+
+/* A second slot in accumulation mode keeps its count across the overflow. */
+TEST_F(overflow, accumulating_slot_alongside)
+{
+	struct vperfctr_control c;
+	struct vperfctr_sums s;
+
+	if (info.cpu_type != PERFCTR_CPU_PPC64_BOOK3S)
+		SKIP(return, "the two-counter layout here is POWER's (PMC6 cycles)");
+	ASSERT_TRUE(overflow_control(&c, PERIOD, SIGUSR1));
+	/* Slot 0: PMC6 cycles, accumulating; slot 1: PMC5 interrupting. */
+	c.cpu_control.nractrs = 1;
+	c.cpu_control.pmc_map[0] = 5;
+	c.cpu_control.pmc_map[1] = 4;
+	c.cpu_control.ireset[0] = 0;
+	c.cpu_control.ireset[1] = -PERIOD;
+	ASSERT_EQ(0, sys_vperfctr_control(self->fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	loop(LOOP_N);
+	EXPECT_EQ(1, ovf_signals);
+	EXPECT_EQ(2, ovf_value);	/* slot 1 */
+	ASSERT_EQ(0, sys_vperfctr_read(self->fd, &s, sizeof(s), 0));
+	TH_LOG("cycles %llu, instructions %llu at the overflow",
+	       (unsigned long long)s.self.pmc[0], (unsigned long long)s.self.pmc[1]);
+	EXPECT_GT(s.self.pmc[0], 0);
+	EXPECT_GE(s.self.pmc[1], PERIOD);
+}
+
+/* An interrupt-mode slot needs a negative period within the counter. */
+TEST_F(overflow, bad_periods_einval)
+{
+	static const long long bad[] = { 0, 1, -(1LL << 31) - 1, INT64_MIN };
+	struct vperfctr_control c;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_TRUE(overflow_control(&c, PERIOD, SIGUSR1));
+		c.cpu_control.ireset[0] = bad[i];
+		EXPECT_EQ(-1, sys_vperfctr_control(self->fd, &c, sizeof(c), 0))
+			TH_LOG("ireset %lld accepted", bad[i]);
+		EXPECT_EQ(EINVAL, errno);
+	}
 }
 
 TEST_HARNESS_MAIN

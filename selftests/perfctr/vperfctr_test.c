@@ -323,7 +323,10 @@ TEST_F(vperfctr, control_interrupt_mode)
 		SKIP(return, "no hardware counters here (TSC only): interrupt mode needs one");
 	tsc_control(&c);
 	c.cpu_control.nrictrs = 1;
-	c.cpu_control.evntsel[0] = 0xc0 | (1 << 16);
+	if (info.cpu_type == PERFCTR_CPU_PPC64_BOOK3S)
+		c.cpu_control.pmc_map[0] = 4;	/* PMC5: instructions */
+	else
+		c.cpu_control.evntsel[0] = 0xc0 | (1 << 16);
 	c.cpu_control.ireset[0] = -1000000;
 	ret = sys_vperfctr_control(self->fd, &c, sizeof(c), 0);
 	if (info.cpu_features & PERFCTR_FEATURE_PCINT) {
