@@ -219,4 +219,20 @@ def collect(outdir: Path, console_log: Path, tree: Path,
 	# read, or after, is still a report.
 	tests.append(kernel_log_case(kernel_lines + kernel_only(console),
 				     'the kernel log'))
+	leak = kmemleak_case(outdir / 'kmemleak.txt')
+	if leak:
+		tests.append(leak)
 	return tests
+
+
+def kmemleak_case(path: Path) -> Optional[TestCase]:
+	"""The guest's kmemleak list after the tests; None without kmemleak."""
+	if not path.exists():
+		return None
+	text = path.read_text(errors='replace')
+	name = 'kmemleak: no unreferenced objects after the tests'
+	objs = text.count('unreferenced object 0x')
+	if objs or text.startswith('# perfctr: cannot'):
+		return TestCase('kernel-log', name, Status.FAIL,
+				f'{objs} unreferenced object(s):\n{text[:4000]}')
+	return TestCase('kernel-log', name, Status.PASS)

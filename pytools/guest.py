@@ -17,6 +17,42 @@ from pathlib import Path
 
 KSELFTEST_TIMEOUT = 300
 PYTEST_TIMEOUT = 600
+KMEMLEAK = Path('/sys/kernel/debug/kmemleak')
+
+
+def _debugfs() -> None:
+	if not os.path.ismount('/sys/kernel/debug'):
+		subprocess.run(['mount', '-t', 'debugfs', 'debugfs',
+				'/sys/kernel/debug'], check=False,
+			       stderr=subprocess.DEVNULL)
+
+
+def _kmemleak(cmd: str) -> None:
+	try:
+		KMEMLEAK.write_text(cmd)
+	except OSError:
+		pass
+
+
+def kmemleak_start() -> bool:
+	"""Forget what boot left unreferenced: only the tests' leaks count."""
+	_debugfs()
+	if not KMEMLEAK.exists():
+		return False
+	_kmemleak('scan')
+	_kmemleak('clear')
+	return True
+
+
+def kmemleak_report(out: Path) -> None:
+	"""Scan twice (an object must look leaked in both) and keep the list."""
+	for _ in range(2):
+		_kmemleak('scan')
+		time.sleep(1)
+	try:
+		out.write_text(KMEMLEAK.read_text())
+	except OSError as e:
+		out.write_text(f'# perfctr: cannot read {KMEMLEAK}: {e}\n')
 
 
 def _run(argv, out: Path, timeout: int, env=None) -> dict:
@@ -48,6 +84,7 @@ def main(argv=None) -> int:
 	out = args.out
 	out.mkdir(parents=True, exist_ok=True)
 	summary = {'uname': os.uname().release, 'families': {}}
+	kmemleak = kmemleak_start()
 
 	if args.kselftests and args.kselftests.is_dir():
 		runs = {}
@@ -70,6 +107,8 @@ def main(argv=None) -> int:
 			 str(args.pytest)],
 			out / 'pytest.log', PYTEST_TIMEOUT, env)
 
+	if kmemleak:
+		kmemleak_report(out / 'kmemleak.txt')
 	# Last, so that anything the tests made the kernel say is in it.
 	_run(['dmesg'], out / 'dmesg.txt', 60)
 	(out / 'guest.json').write_text(json.dumps(summary, indent=1))

@@ -147,3 +147,23 @@ def test_missing_kselftest_output_is_a_failure(tmp_path):
 				expect_pytest=False)
 	gone = [c for c in cases if c.name == 'gone_test']
 	assert gone and gone[0].status is Status.FAIL
+
+
+def test_kmemleak_absent_means_no_case(tmp_path):
+	assert collect.kmemleak_case(tmp_path / 'kmemleak.txt') is None
+
+
+def test_kmemleak_empty_passes(tmp_path):
+	p = tmp_path / 'kmemleak.txt'
+	p.write_text('')
+	assert collect.kmemleak_case(p).status is Status.PASS
+
+
+def test_kmemleak_report_fails_and_quotes(tmp_path):
+	p = tmp_path / 'kmemleak.txt'
+	p.write_text('unreferenced object 0xffff888003a1c000 (size 4096):\n'
+		     '  comm "vperfctr_test", pid 201, jiffies 4294937296\n'
+		     '  backtrace (crc 0):\n    vperfctr_alloc+0x2f/0x90\n')
+	case = collect.kmemleak_case(p)
+	assert case.status is Status.FAIL
+	assert 'vperfctr_alloc' in case.message and '1 unreferenced' in case.message
