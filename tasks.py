@@ -96,6 +96,38 @@ def export(c, base=None, tree=None, ref=None, offline=False):
 	_finish(pipeline.guarded(run))
 
 
+@task(help=dict(COMMON_HELP,
+		onto='the base to move the series to: mainline (default), lts, '
+		     'or your own tree with --tree/--ref',
+		base='the base whose series is moved (default lts)',
+		continue_='go on after resolving a conflict and "git am '
+			  '--continue" in the destination tree',
+		abort='drop a rebase that stopped at a conflict'))
+def rebase(c, onto='mainline', base=None, tree=None, ref=None, offline=False,
+	   continue_=False, abort=False):
+	"""Port the series to another base, patch by patch; print a range-diff."""
+	def run():
+		from pytools import rebase as R
+		ops = Ops()
+		src_t = pipeline.resolve_base(_opts(base=base, offline=offline), ops)
+		dst_t = pipeline.resolve_base(
+			_opts(base=None if tree else onto, tree=tree, ref=ref,
+			      offline=offline), ops)
+		src, dst = pipeline.series_for(src_t), pipeline.series_for(dst_t)
+		if abort:
+			R.abort(dst)
+			print(f'rebase aborted; {dst_t.path} is back where it was')
+			return
+		r = R.resume(src, dst) if continue_ else R.start(src, dst)
+		print(r.range_diff)
+		for s in r.steps:
+			print(f'  {s.how:27} {s.patch}')
+		print(f'{dst_t.origin}: branch perfctr at {r.tip[:12]}; series '
+		      f'written to {dst.patches}; range-diff and report in '
+		      f'{r.report}')
+	_finish(pipeline.guarded(run))
+
+
 @task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',
 		no_apply='build the tree as it is, uncommitted edits and all'))
 def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,

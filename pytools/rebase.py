@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Port the series to another base: inv rebase --onto BASE.
+
+The source series (patches/ on the LTS base, by default) is applied patch
+by patch onto the destination base with git am -3, in the destination's
+tree, on its 'perfctr' branch.  Each patch is reported as applied cleanly,
+applied with a 3-way merge, or conflicted.  A conflict stops with the tree
+left mid-"git am", the files named and the next command printed; the state
+is kept in the destination's git directory, so "inv rebase --continue"
+picks up after "git am --continue", and "inv rebase --abort" goes back.
+
+At the end the destination's series directory (bases.toml: patches-mainline
+for mainline) is written with inv export's canonical format, and a
+git range-diff of the old series against the new one is printed and kept
+in results/.  While the rebase is under way the destination repository
+borrows the source repository's objects (objects/info/alternates): git am
+-3 needs the blobs the patches were made against to merge, and range-diff
+the old commits.  Nothing is copied between the trees, and the borrowing
+ends with the rebase (finished or aborted).
+"""
+
+import datetime
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+import git
+
+from . import paths
+from .errors import PatchConflict, UserError
+from .ops import progress
+from .series import APPLIED_REF, COMMITTER, COVER, WORK_BRANCH, Series, \
+	cover_description, read_series
+
+STATE = 'perfctr-rebase.json'
+TMP_REF = 'refs/perfctr/rebase-source'
+
+
+@dataclass
+class Step:
+	patch: str
+	how: str		# clean, 3-way merge, conflict resolved by hand
+
+
+@dataclass
+class RebaseResult:
+	steps: List[Step]
+	tip: str
+	range_diff: str
+	report: Path
+
+
+def _state_path(dst: Series) -> Path:
+	return Path(dst.repo.git_dir) / STATE
+
+
+def _load(dst: Series) -> Optional[dict]:
+	p = _state_path(dst)
+	return json.loads(p.read_text()) if p.exists() else None
+
+
+def _save(dst: Series, state: dict) -> None:
+	_state_path(dst).write_text(json.dumps(state, indent=1))
+
+
+def start(src: Series, dst: Series) -> RebaseResult:
+	if _load(dst):
+		raise UserError(f'a rebase onto {dst.tree.path} is already under '
+				'way', 'inv rebase --continue, or inv rebase '
+				'--abort to drop it')
+	if src.tree.path == dst.tree.path:
+		raise UserError('the source and destination are the same tree',
+				'pass --onto another base (mainline, or --tree '
+				'PATH --ref REF)')
+	progress(f'rebase: source series {src.patches} on {src.tree.origin}')
+	applied = src.apply()		# the old series as commits, for range-diff
+	patches = read_series(src.patches)
+	dst.check_clean()
+	old_branch = dst._branch_tip()
+	saved = ''
+	if old_branch and old_branch not in (dst._ref(APPLIED_REF),
+					     dst.tree.commit):
+		stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+		saved = f'{WORK_BRANCH}-saved-{stamp}'
+		dst._git('branch', saved, old_branch)
+		progress(f'{WORK_BRANCH} in {dst.tree.path} had unexported '
+			 f'commits: kept as branch {saved}')
+	dst._git('checkout', '-q', '--detach', dst.tree.commit)
+	alternates = _borrow(dst, src.tree.path)
+	state = {'alternates': alternates,'source_patches': str(src.patches),
+		 'source_tree': str(src.tree.path),
+		 'source_base': src.tree.commit,
+		 'source_tip': applied.tip,
+		 'patches': [str(p) for p in patches],
+		 'next': 0, 'head': dst.tree.commit, 'steps': [],
+		 'old_branch': old_branch or '', 'saved_branch': saved}
+	_save(dst, state)
+	return _run(src, dst, state)
+
+
+def resume(src: Series, dst: Series) -> RebaseResult:
+	state = _load(dst)
+	if not state:
+		raise UserError(f'no rebase under way in {dst.tree.path}',
+				'start one with inv rebase --onto BASE')
+	if dst._am_in_progress():
+		raise UserError('the conflicted patch is not finished yet',
+				f'in {dst.tree.path}: resolve, "git add" the files, '
+				'"git am --continue", then inv rebase --continue')
+	head = dst.repo.head.commit.hexsha
+	if head == state['head']:
+		raise UserError('the conflicted patch was not committed (git am '
+				'--skip or --abort?)',
+				'apply it again by hand and commit it, or inv '
+				'rebase --abort')
+	name = Path(state['patches'][state['next']]).name
+	state['steps'].append({'patch': name,
+			       'how': 'conflict, resolved by hand'})
+	state['next'] += 1
+	state['head'] = head
+	_save(dst, state)
+	return _run(src, dst, state)
+
+
+def abort(dst: Series) -> None:
+	state = _load(dst)
+	if dst._am_in_progress():
+		dst._git('am', '--abort')
+	if state:
+		_give_back(dst, state.get('alternates'))
+		if state.get('old_branch'):
+			dst._git('checkout', '-q', '--detach', state['old_branch'])
+			dst._git('branch', '-f', WORK_BRANCH, state['old_branch'])
+			dst._git('checkout', '-q', WORK_BRANCH)
+		_state_path(dst).unlink()
+
+
+def _run(src: Series, dst: Series, state: dict) -> RebaseResult:
+	patches = [Path(p) for p in state['patches']]
+	while state['next'] < len(patches):
+		i = state['next']
+		p = patches[i]
+		try:
+			dst._git('apply', '--check', str(p))
+			how = 'clean'
+		except git.GitCommandError:
+			how = '3-way merge'
+		try:
+			dst._git('am', '-q', '-3', '--committer-date-is-author-date',
+				 str(p), env=COMMITTER)
+		except git.GitCommandError as e:
+			progress(f'rebase [{i + 1}/{len(patches)}] {p.name}: '
+				 'CONFLICT')
+			_save(dst, state)
+			files = dst._git('diff', '--name-only',
+					 '--diff-filter=U').split()
+			raise PatchConflict(
+				p.name, files,
+				f'{p.name} conflicts on {dst.tree.origin} in: '
+				f'{", ".join(files) or "(did not apply at all)"}\n'
+				f'  git said: {(e.stderr or e.stdout or "").strip()[:500]}\n'
+				f'  so far: ' + ', '.join(
+					f'{s["patch"][:4]} {s["how"]}'
+					for s in state['steps']),
+				f'in {dst.tree.path}: resolve the files, "git add" '
+				'them, "git am --continue", then "inv rebase --onto '
+				'... --continue"; or "inv rebase --onto ... --abort"'
+				) from None
+		state['steps'].append({'patch': p.name, 'how': how})
+		state['next'] = i + 1
+		state['head'] = dst.repo.head.commit.hexsha
+		_save(dst, state)
+		progress(f'rebase [{i + 1}/{len(patches)}] {p.name}: {how}')
+	return _finish(src, dst, state)
+
+
+def _finish(src: Series, dst: Series, state: dict) -> RebaseResult:
+	dst._git('branch', '-f', WORK_BRANCH, 'HEAD')
+	dst._git('checkout', '-q', WORK_BRANCH)
+	desc = cover_description(src.patches)
+	if desc:
+		dst._git('config', f'branch.{WORK_BRANCH}.description', desc)
+	dst.patches.mkdir(parents=True, exist_ok=True)
+	if not (dst.patches / COVER).exists() and (src.patches / COVER).exists():
+		shutil.copyfile(src.patches / COVER, dst.patches / COVER)
+	dst.export()
+	rd = range_diff(dst, Path(state['source_tree']), state['source_base'],
+			state['source_tip'])
+	stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+	outdir = paths.results_dir() / f'rebase-{stamp}'
+	outdir.mkdir(parents=True, exist_ok=True)
+	(outdir / 'range-diff.txt').write_text(rd)
+	steps = [Step(**s) for s in state['steps']]
+	(outdir / 'rebase.json').write_text(json.dumps({
+		'from': {'patches': state['source_patches'],
+			 'base': state['source_base']},
+		'onto': {'origin': dst.tree.origin, 'base': dst.tree.commit,
+			 'patches': str(dst.patches)},
+		'steps': state['steps'],
+		'tip': dst._branch_tip()}, indent=1) + '\n')
+	_give_back(dst, state.get('alternates'))
+	_state_path(dst).unlink()
+	return RebaseResult(steps, dst._branch_tip(), rd, outdir)
+
+
+def _alternates(dst: Series) -> Path:
+	return Path(dst.repo.git_dir) / 'objects' / 'info' / 'alternates'
+
+
+def _borrow(dst: Series, src_tree: Path) -> Optional[str]:
+	"""Let dst read src's objects; return what alternates held before."""
+	alt = _alternates(dst)
+	had = alt.read_text() if alt.exists() else None
+	src_objects = Path(git.Repo(src_tree).git_dir) / 'objects'
+	alt.parent.mkdir(parents=True, exist_ok=True)
+	alt.write_text((had or '') + f'{src_objects}\n')
+	return had
+
+
+def _give_back(dst: Series, had: Optional[str]) -> None:
+	alt = _alternates(dst)
+	if had is None:
+		alt.unlink(missing_ok=True)
+	else:
+		alt.write_text(had)
+
+
+def range_diff(dst: Series, src_tree: Path, src_base: str,
+	       src_tip: str) -> str:
+	"""git range-diff of the old series against the new (objects borrowed)."""
+	try:
+		dst._git('update-ref', TMP_REF, src_tip)
+		return dst._git('range-diff', '--no-color',
+				f'{src_base}..{TMP_REF}',
+				f'{dst.tree.commit}..{WORK_BRANCH}',
+				strip_newline_in_stdout=False)
+	finally:
+		dst._git('update-ref', '-d', TMP_REF)
