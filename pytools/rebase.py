@@ -22,6 +22,7 @@ ends with the rebase (finished or aborted).
 import datetime
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -200,6 +201,7 @@ def _finish(src: Series, dst: Series, state: dict) -> RebaseResult:
 			 'patches': str(dst.patches)},
 		'steps': state['steps'],
 		'tip': dst._branch_tip()}, indent=1) + '\n')
+	_keep_series_objects(dst)
 	_give_back(dst, state.get('alternates'))
 	_state_path(dst).unlink()
 	return RebaseResult(steps, dst._branch_tip(), rd, outdir)
@@ -217,6 +219,26 @@ def _borrow(dst: Series, src_tree: Path) -> Optional[str]:
 	alt.parent.mkdir(parents=True, exist_ok=True)
 	alt.write_text((had or '') + f'{src_objects}\n')
 	return had
+
+
+def _keep_series_objects(dst: Series) -> None:
+	"""Copy what the new commits use from the borrowed objects.
+
+	git writes no object it can already read, so a blob the destination
+	found through the alternates (a new file identical to the source's)
+	exists only there.  A pack of every object the series adds to the
+	base, made while the alternates are still there, makes the
+	destination whole (what git clone --dissociate does, for the series'
+	objects only).
+	"""
+	objects = dst._git('rev-list', '--objects',
+			   f'{dst.tree.commit}..refs/heads/{WORK_BRANCH}',
+			   strip_newline_in_stdout=False)
+	pack = Path(dst.repo.git_dir) / 'objects' / 'pack' / 'pack'
+	with tempfile.TemporaryFile('w+') as f:
+		f.write(objects)
+		f.seek(0)
+		dst._git('pack-objects', '-q', str(pack), istream=f)
 
 
 def _give_back(dst: Series, had: Optional[str]) -> None:

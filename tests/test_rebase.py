@@ -60,6 +60,11 @@ def test_clean_port_writes_series_and_range_diff(kernel_repo, tmp_path,
 	# The range-diff borrowed the source's objects and gave them back.
 	alt = dst_t.path / '.git' / 'objects' / 'info' / 'alternates'
 	assert not alt.exists()
+	# ... after copying what the new commits use: the repository is
+	# whole without them (git writes no object it can read elsewhere).
+	git(dst_t.path, 'fsck', '--connectivity-only', '--no-dangling')
+	assert git(dst_t.path, 'cat-file', '-p',
+		   'perfctr:drivers/perfctr.c') == 'int perfctr;\n'
 
 
 def test_three_way_merge_is_reported(kernel_repo, tmp_path, results):
