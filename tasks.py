@@ -128,6 +128,19 @@ def rebase(c, onto='mainline', base=None, tree=None, ref=None, offline=False,
 	_finish(pipeline.guarded(run))
 
 
+@task(help=COMMON_HELP)
+def docs(c, base=None, tree=None, ref=None, offline=False):
+	"""Build the reviewers' HTML site (Sphinx) into docs/_build/html."""
+	def run():
+		from pytools import docs as D
+		ops = Ops()
+		t = pipeline.resolve_base(_opts(base=base, tree=tree, ref=ref,
+						offline=offline), ops)
+		pipeline.series_for(t).apply()
+		print(D.build(t, ops))
+	_finish(pipeline.guarded(run))
+
+
 @task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',
 		no_apply='build the tree as it is, uncommitted edits and all'))
 def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
