@@ -128,6 +128,28 @@ def rebase(c, onto='mainline', base=None, tree=None, ref=None, offline=False,
 	_finish(pipeline.guarded(run))
 
 
+@task(help=dict(COMMON_HELP, **ARCH_HELP, accel='auto (default), kvm or tcg',
+		timeout='seconds the guest may run (default 900)'))
+def bench(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	  accel='auto', timeout=900):
+	"""Benchmarks in the guest: perfctr's reads, starts and switches next to perf's."""
+	def run():
+		from pytools import bench as B
+		ops = Ops()
+		o = _opts(arch=arch, base=base, tree=tree, ref=ref,
+			  offline=offline)
+		t = pipeline.resolve_base(o, ops)
+		pipeline.series_for(t).apply()
+		path = B.run(pipeline.build_request(o, t), t,
+			     None if accel == 'auto' else accel, float(timeout),
+			     ops)
+		import json
+		for m in json.loads(path.read_text())['metrics']:
+			print(f'  {m["name"]:45} {m["value"]:14.3f} {m["unit"]}')
+		print(path)
+	_finish(pipeline.guarded(run))
+
+
 @task(help=COMMON_HELP)
 def docs(c, base=None, tree=None, ref=None, offline=False):
 	"""Build the reviewers' HTML site (Sphinx) into docs/_build/html."""

@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .arches import ArchParams
 from .ops import Completed, Ops, progress
@@ -42,19 +42,23 @@ def cpio(entries: List[Tuple[str, int, bytes]]) -> bytes:
 	return out + b'\0' * (-len(out) % 512)
 
 
-def build(arch: ArchParams, tests: Path, out: Path, ops: Ops) -> Path:
-	"""Compile /init for the arch and pack it with the tests."""
+def build(arch: ArchParams, tests: Optional[Path], out: Path, ops: Ops,
+	  bench: Sequence[Path] = ()) -> Path:
+	"""Compile /init for the arch and pack it with the tests (and benchmarks)."""
 	init = out.parent / 'guest-init'
 	cc = f'{arch.cross_compile}gcc'
 	ops.require(cc, arch.cross_package)
 	ops.run([cc, '-static', '-O2', '-Wall', '-o', str(init), str(INIT_SRC)])
-	dirs = ['dev', 'proc', 'sys', 'tmp', 'tests']
+	dirs = ['dev', 'proc', 'sys', 'tmp', 'tests'] + (['bench'] if bench else [])
 	entries = [(d, stat.S_IFDIR | 0o755, b'') for d in dirs]
 	entries.append(('init', stat.S_IFREG | 0o755, init.read_bytes()))
-	for t in sorted(tests.iterdir()):
+	for t in sorted(tests.iterdir()) if tests else []:
 		if t.name.endswith('_test') and os.access(t, os.X_OK):
 			entries.append((f'tests/{t.name}', stat.S_IFREG | 0o755,
 					t.read_bytes()))
+	for b in bench:
+		entries.append((f'bench/{b.name}', stat.S_IFREG | 0o755,
+				b.read_bytes()))
 	out.write_bytes(cpio(entries))
 	return out
 
@@ -68,7 +72,8 @@ def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 		'-accel', accel, '-smp', str(cpus), '-m', memory,
 		'-nographic', '-no-reboot', '-kernel', str(kernel),
 		'-initrd', str(initrd),
-		'-append', f'console={x["console"]} loglevel=1 panic=-1']
+		'-append', f'console={x["console"]} loglevel=1 panic=-1' +
+		(f' {x["guest_env"]}' if x.get('guest_env') else '')]
 
 
 def boot(argv: List[str], log: Path, timeout: float, ops: Ops) -> Completed:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 import json
+from pathlib import Path
 
 from pytools import initramfs
 
@@ -45,3 +46,12 @@ def test_marker_glued_to_a_kernel_line(tmp_path):
 		'[ 1.0] Run /init as init process#1 SMP ### perfctr-guest file x.tap\n'
 		'ok 1 a\n### perfctr-guest end\n', tmp_path)
 	assert sizes == {'x.tap': 1}
+
+
+def test_qemu_argv_passes_the_guest_environment():
+	from pytools import arches
+	argv = initramfs.qemu_argv(arches.get('ppc64le'), Path('vmlinux'),
+				   Path('initrd'), 'tcg', qemu=['/q/qemu', '-L', '/q'])
+	assert argv[:3] == ['/q/qemu', '-L', '/q']
+	append = argv[argv.index('-append') + 1]
+	assert 'PERFCTR_FUZZ_CALLS=300000' in append.split()

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /init of the initramfs guests (arches without a virtme-ng root): mount
- * what the tests need, run every /tests/ *_test program, print each
- * output and the kernel log between markers on the console, power off.
+ * what the tests need, run every /tests/ *_test program and then every
+ * /bench/ program (inv bench), print each output and the kernel log
+ * between markers on the console, power off.
  * The host cuts the console log back into the files pytools.guest would
  * have written (see pytools/initramfs.py).  Static, no libc beyond it.
  */
@@ -83,6 +84,18 @@ int main(void)
 		printf("%s file kselftest-%s.tap\n", MARK, names[i]);
 		fflush(stdout);
 		rcs[i] = run(path);
+		fflush(stdout);
+		printf("%s end\n", MARK);
+	}
+
+	dir = opendir("/bench");
+	while (dir && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/bench/%s", d->d_name);
+		printf("%s file bench-%s.jsonl\n", MARK, d->d_name);
+		fflush(stdout);
+		run(path);
 		fflush(stdout);
 		printf("%s end\n", MARK);
 	}
