@@ -10,6 +10,7 @@ a one-file change rebuilds one file.
 import hashlib
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,25 @@ class _Progress:
 				 f'{now - self.start:.0f} s')
 
 
+def make_error(target: str, output: str, build_dir: Path,
+	       log: Path) -> Exception:
+	"""What a failed make means, and what to do about it."""
+	if 'No space left on device' in output:
+		free = shutil.disk_usage(build_dir).free if build_dir.exists() \
+			else 0
+		return InfraError(
+			f'make {target} ran out of disk space in {build_dir} '
+			f'({free // 2**20} MiB free now)',
+			'free some space, or set PERFCTR_CACHE to a bigger disk, '
+			'and run the same command again: the build directory is '
+			f'kept and make resumes (log {log})')
+	errors = [l for l in output.splitlines()
+		  if 'error:' in l or 'Error ' in l][:15]
+	return UserError(f'make {target} failed:\n  ' +
+			 '\n  '.join(errors or output.splitlines()[-15:]),
+			 f'the full log is {log}')
+
+
 def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 	ops = ops or Ops()
 	configured, config_s = configure(req, ops)
@@ -136,12 +156,7 @@ def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 		res = ops.stream([*make_args(req, ops), f'-j{req.jobs}', target],
 				 log, env=env, on_line=_Progress(target))
 		if res.returncode != 0:
-			errors = [l for l in res.output.splitlines()
-				  if 'error:' in l or 'Error ' in l][:15]
-			raise UserError(f'make {target} failed:\n  ' +
-					'\n  '.join(errors or
-						    res.output.splitlines()[-15:]),
-					f'the full log is {log}')
+			raise make_error(target, res.output, req.build_dir, log)
 	image = req.build_dir / req.arch.image
 	release = (req.build_dir / 'include/config/kernel.release').read_text() \
 		.strip()

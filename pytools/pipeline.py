@@ -5,6 +5,7 @@ tasks.py only parses options and calls these; each stage also runs alone.
 """
 
 import datetime
+import errno
 import os
 import shlex
 import shutil
@@ -196,4 +197,14 @@ def guarded(fn, *args, **kw) -> int:
 		return e.exit_code
 	except KeyboardInterrupt:
 		print('perfctr: interrupted', file=sys.stderr)
+		return EXIT_CANNOT_RUN
+	except OSError as e:
+		if e.errno != errno.ENOSPC:
+			raise
+		print(f'perfctr: error: no space left on the device holding '
+		      f'{e.filename or "a file the tools were writing"}\n'
+		      f'  fix: free some space (or point PERFCTR_CACHE / '
+		      f'PERFCTR_RESULTS at a bigger disk) and run the same command '
+		      f'again: build directories are kept, make resumes',
+		      file=sys.stderr)
 		return EXIT_CANNOT_RUN

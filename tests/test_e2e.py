@@ -17,16 +17,30 @@ from pytools import paths
 
 pytestmark = pytest.mark.e2e
 
-# The least each family must report passed on each arch; fewer means tests
+# The least each family must report passed on each run; fewer means tests
 # went missing.  The PMU tests must pass where a PMU exists (ppc64le
-# pseries); x86 guests here have none and those tests skip.
+# pseries); x86 guests here have none and those tests skip.  The debug run
+# is the whole x86_64 suite on a lockdep/KASAN/UBSAN/kmemleak kernel; its
+# second kernel-log case is kmemleak's scan after the tests.
+X86_MUST = ['vperfctr_test.vperfctr.fast_read_agrees_with_syscall',
+	    'vperfctr_fuzz_test.fuzz.syscalls']
 EXPECT = {
-	'x86_64': {'min': {'kunit': 31, 'kselftest': 39, 'pytest': 28,
+	'x86_64': {'args': ['--arch', 'x86_64'], 'arch': 'x86_64',
+		   'min': {'kunit': 31, 'kselftest': 40, 'pytest': 28,
 			   'kernel-log': 1},
-		   'must_pass': ['vperfctr_test.vperfctr.fast_read_agrees_with_syscall'],
+		   'must_pass': X86_MUST,
 		   'release': '6.12.'},
-	'ppc64le': {'min': {'kunit': 5, 'kselftest': 49, 'kernel-log': 1},
-		    'must_pass': ['vperfctr_pmc_test.pmc.instructions_scale',
+	'x86_64-debug': {'args': ['--arch', 'x86_64', '--debug'],
+			 'arch': 'x86_64',
+			 'min': {'kunit': 31, 'kselftest': 40, 'pytest': 28,
+				 'kernel-log': 2},
+			 'must_pass': X86_MUST + [
+				 'kmemleak: no unreferenced objects after the tests'],
+			 'release': '6.12.'},
+	'ppc64le': {'args': ['--arch', 'ppc64le'], 'arch': 'ppc64le',
+		    'min': {'kunit': 5, 'kselftest': 50, 'kernel-log': 1},
+		    'must_pass': ['vperfctr_fuzz_test.fuzz.syscalls',
+				  'vperfctr_pmc_test.pmc.instructions_scale',
 				  'vperfctr_pmc_test.pmc.other_thread_not_counted',
 				  'vperfctr_pmc_test.pmc.fast_read_agrees_with_syscall',
 				  'vperfctr_pmc_test.pmc.perf_and_perfctr_exclude_each_other',
@@ -39,17 +53,18 @@ EXPECT = {
 }
 
 
-@pytest.fixture(scope='module', params=sorted(EXPECT))
+# x86_64 and ppc64le first: the debug build is the longest.
+@pytest.fixture(scope='module', params=['x86_64', 'ppc64le', 'x86_64-debug'])
 def check_run(request):
-	arch = request.param
+	run = request.param
 	env = dict(os.environ)
 	env['PATH'] = f'{Path(sys.executable).parent}:{env["PATH"]}'
-	proc = subprocess.run(['inv', 'check', '--arch', arch],
+	proc = subprocess.run(['inv', 'check', *EXPECT[run]['args']],
 			      cwd=paths.REPO, env=env, text=True,
 			      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
 			      timeout=3600)
 	sys.stdout.write(proc.stdout[-6000:])
-	return arch, proc
+	return run, proc
 
 
 def _results(proc):
@@ -79,14 +94,24 @@ def test_every_family_ran_and_passed(check_run):
 	passed = {t['name'] for t in r['tests'] if t['status'] == 'PASS'}
 	for name in EXPECT[arch]['must_pass']:
 		assert name in passed, f'{arch}: {name} did not pass'
+	# Every skip says why.
+	for t in r['tests']:
+		if t['status'] == 'SKIP':
+			assert t.get('message'), f'{t["name"]} skipped silently'
 	assert not [t for t in r['tests'] if t['status'] == 'FAIL']
 
 
 def test_results_name_what_ran(check_run):
 	arch, proc = check_run
 	r = _results(proc)
-	assert r['arch'] == arch
+	assert r['arch'] == EXPECT[arch]['arch']
 	assert r['base']['origin'].startswith('linux-source-6.12 ')
+	assert ('debug.config' in r['config_fragments']) == \
+		('--debug' in EXPECT[arch]['args'])
+	if r['arch'] == 'ppc64le':
+		# the PMU interrupt needs QEMU 8.1+: which one ran is on record
+		assert tuple(int(x) for x in r['qemu']['version'].split('.')[:2]) \
+			>= (8, 1), r['qemu']
 	assert len(r['base']['commit']) == 40
 	assert r['kernel_release'].startswith(EXPECT[arch]['release'])
 	assert r['accelerator']['accel'] in ('kvm', 'tcg')

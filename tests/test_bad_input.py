@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Bad input and bad luck: each gives a message naming the fix, exit 2."""
+
+import errno
+
+from pytools import kernel, pipeline
+from pytools.errors import EXIT_CANNOT_RUN, InfraError, UserError
+
+
+def test_full_disk_during_build_is_named_with_the_way_out(tmp_path):
+	out = ('  CC      kernel/fork.o\n'
+	       'kernel/fork.c:1: fatal error: cannot write kernel/.fork.o.d: '
+	       'No space left on device\nmake[2]: *** Error 1\n')
+	e = kernel.make_error('bzImage', out, tmp_path, tmp_path / 'build.log')
+	assert isinstance(e, InfraError)
+	assert 'ran out of disk space' in str(e) and 'resumes' in e.hint
+	assert e.exit_code == EXIT_CANNOT_RUN
+
+
+def test_compile_error_quotes_the_errors(tmp_path):
+	out = 'drivers/perfctr/x86.c:12:1: error: expected ";"\nmake: *** Error 2\n'
+	e = kernel.make_error('bzImage', out, tmp_path, tmp_path / 'build.log')
+	assert isinstance(e, UserError)
+	assert 'x86.c:12:1: error' in str(e) and 'build.log' in e.hint
+
+
+def test_enospc_anywhere_in_a_task_is_exit_2_with_a_message(capsys):
+	def writes_a_log():
+		raise OSError(errno.ENOSPC, 'No space left on device',
+			      '/cache/build/x/build.log')
+	assert pipeline.guarded(writes_a_log) == EXIT_CANNOT_RUN
+	err = capsys.readouterr().err
+	assert 'no space left' in err and '/cache/build/x/build.log' in err
+	assert 'run the same command again' in err
+
+
+def test_other_os_errors_are_not_swallowed():
+	def boom():
+		raise OSError(errno.EACCES, 'denied')
+	try:
+		pipeline.guarded(boom)
+	except OSError as e:
+		assert e.errno == errno.EACCES
+	else:
+		raise AssertionError('EACCES was swallowed')
