@@ -80,10 +80,14 @@ def main(argv=None) -> int:
 	ap.add_argument('--kselftests', type=Path)
 	ap.add_argument('--pytest', type=Path)
 	ap.add_argument('--headers', type=Path)
+	ap.add_argument('--env', action='append', default=[],
+			help='KEY=VALUE for the test programs')
 	args = ap.parse_args(argv)
 	out = args.out
 	out.mkdir(parents=True, exist_ok=True)
 	summary = {'uname': os.uname().release, 'families': {}}
+	test_env = dict(e.split('=', 1) for e in args.env if '=' in e)
+	summary['env'] = test_env
 	kmemleak = kmemleak_start()
 
 	if args.kselftests and args.kselftests.is_dir():
@@ -95,7 +99,7 @@ def main(argv=None) -> int:
 			   prog.name.endswith('_test'):
 				runs[prog.name] = _run([str(prog)],
 						       out / f'kselftest-{prog.name}.tap',
-						       KSELFTEST_TIMEOUT)
+						       KSELFTEST_TIMEOUT, test_env)
 		summary['families']['kselftest'] = runs
 
 	if args.pytest:

@@ -36,6 +36,8 @@ class Options:
 	config_name: str = 'default'
 	offline: bool = False
 	apply: bool = True
+	# environment for the guest's test programs (e.g. the fuzzer's bounds)
+	guest_env: Tuple[Tuple[str, str], ...] = ()
 
 
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
@@ -88,7 +90,9 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	       f'--out {shlex.quote(str(guest_out))} '
 	       f'--kselftests {shlex.quote(str(ksel))} '
 	       f'--pytest {shlex.quote(str(paths.REPO / "pytools/abi_checks"))} '
-	       f'--headers {shlex.quote(str(build.build_dir / "usr/include"))}')
+	       f'--headers {shlex.quote(str(build.build_dir / "usr/include"))}' +
+	       ''.join(f' --env {shlex.quote(f"{k}={v}")}'
+		       for k, v in opts.guest_env))
 	breq = boot.BootRequest(arch=req.arch, image=build.image, command=cmd,
 				accel=accel, rwdirs=(guest_out,),
 				log=outdir / 'console.log', timeout=opts.timeout)
