@@ -9,6 +9,7 @@ a missing or garbled file becomes a failing TestCase that says so.
 
 import contextlib
 import importlib
+import inspect
 import io
 import json
 import re
@@ -37,8 +38,16 @@ def load_kunit_parser(tree: Path):
 	kdir = tree / 'tools' / 'testing' / 'kunit'
 	if not (kdir / 'kunit_parser.py').exists():
 		return None
-	if str(kdir) not in sys.path:
-		sys.path.insert(0, str(kdir))
+	# The parser imports its siblings by name: make sure this tree's
+	# copies are the ones loaded, not another tree's from earlier.
+	for name in ('kunit_parser', 'kunit_printer'):
+		mod = sys.modules.get(name)
+		if mod is not None and \
+		   Path(getattr(mod, '__file__', '') or '').parent != kdir:
+			del sys.modules[name]
+	if str(kdir) in sys.path:
+		sys.path.remove(str(kdir))
+	sys.path.insert(0, str(kdir))
 	return importlib.import_module('kunit_parser')
 
 
@@ -78,14 +87,20 @@ def parse_ktap(lines: Iterable[str], family: str, top: str,
 	sink = io.StringIO()
 	with contextlib.redirect_stdout(sink) if quiet else \
 	     contextlib.nullcontext():
-		old = getattr(parser.stdout, '_output', None)
-		if quiet and old is not None:
-			parser.stdout._output = sink
-		try:
-			test = parser.parse_run_tests(lines)
-		finally:
+		if len(inspect.signature(parser.parse_run_tests).parameters) > 1:
+			# newer kunit_parser (7.x) takes the printer to use
+			printer = sys.modules['kunit_printer'].Printer(
+				print=True, output=sink if quiet else sys.stdout)
+			test = parser.parse_run_tests(lines, printer)
+		else:
+			old = getattr(parser.stdout, '_output', None)
 			if quiet and old is not None:
-				parser.stdout._output = old
+				parser.stdout._output = sink
+			try:
+				test = parser.parse_run_tests(lines)
+			finally:
+				if quiet and old is not None:
+					parser.stdout._output = old
 	if test.status in (parser.TestStatus.FAILURE_TO_PARSE_TESTS,
 			   parser.TestStatus.NO_TESTS) and not test.subtests:
 		return [TestCase(family, top, Status.FAIL,

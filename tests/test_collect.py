@@ -167,3 +167,20 @@ def test_kmemleak_report_fails_and_quotes(tmp_path):
 	case = collect.kmemleak_case(p)
 	assert case.status is Status.FAIL
 	assert 'vperfctr_alloc' in case.message and '1 unreferenced' in case.message
+
+
+@pytest.mark.parametrize('tree', ['fake-tree', 'fake-tree-7.2'])
+def test_both_kunit_parser_apis(tree):
+	"""6.12's parse_run_tests(lines) and 7.2's (lines, printer) both work,
+	each tree's own copy loaded even after the other's."""
+	p = collect.load_kunit_parser(DATA / tree)
+	assert collect.sys.modules['kunit_parser'].__file__.startswith(
+		str(DATA / tree))
+	cases = collect.parse_ktap(_lines('kunit-fail-dmesg.txt'), 'kunit',
+				   'kunit', p)
+	fail = [c for c in cases if c.status is Status.FAIL]
+	assert [c.name for c in fail] == \
+		['kunit.perfctr_x86_probe.perfctr_x86_test_amd_zen']
+	cases = collect.parse_ktap(_lines('dmesg-kunit-pass.txt'), 'kunit',
+				   'kunit', p)
+	assert len(cases) >= 12 and all(c.status is Status.PASS for c in cases)
