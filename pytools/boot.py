@@ -71,7 +71,9 @@ class BootRequest:
 	timeout: float
 	cpus: int = 2
 	memory: str = '2G'
-	append: Sequence[str] = ()
+	# KUnit suites run at boot on every base: 7.x allnoconfig turns
+	# KUNIT_AUTORUN_ENABLED off, and 6.12 (no such parameter) ignores it.
+	append: Sequence[str] = ('kunit.autorun=1',)
 
 
 def vng_argv(req: BootRequest, vng: str) -> List[str]:

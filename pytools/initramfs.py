@@ -72,7 +72,8 @@ def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 		'-accel', accel, '-smp', str(cpus), '-m', memory,
 		'-nographic', '-no-reboot', '-kernel', str(kernel),
 		'-initrd', str(initrd),
-		'-append', f'console={x["console"]} loglevel=1 panic=-1' +
+		'-append', f'console={x["console"]} loglevel=1 panic=-1 '
+		'kunit.autorun=1' +
 		(f' {x["guest_env"]}' if x.get('guest_env') else '')]
 
 
