@@ -158,7 +158,63 @@ def results_page(results: Path) -> str:
 	return text
 
 
-def bench_page(results: Path) -> str:
+def bar_chart_svg(title: str, bars: List[Tuple[str, float]],
+		  unit: str) -> str:
+	"""A horizontal bar chart as SVG text (no plotting library needed)."""
+	width, label_w, row = 720, 260, 26
+	height = 40 + row * len(bars)
+	top = max((v for _, v in bars), default=1) or 1
+	out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+	       f'height="{height}" font-family="sans-serif" font-size="12">',
+	       f'<text x="4" y="18" font-size="14" font-weight="bold">'
+	       f'{_esc(title)}</text>']
+	for i, (name, v) in enumerate(bars):
+		y = 32 + i * row
+		w = max(1, (width - label_w - 90) * v / top)
+		out.append(f'<text x="4" y="{y + 14}">{_esc(name)}</text>')
+		out.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" '
+			   f'height="{row - 8}" fill="#4a7ab5"/>')
+		out.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 14}">'
+			   f'{v:.3g} {_esc(unit)}</text>')
+	out.append('</svg>')
+	return '\n'.join(out) + '\n'
+
+
+def _esc(text: str) -> str:
+	return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+
+def bench_plots(d: dict, out: Path, stem: str) -> List[str]:
+	"""SVG charts of one bench run; returns the file names written."""
+	ms = {m['name']: m['value'] for m in d.get('metrics', [])}
+	ops = ['rdtsc', 'perfctr_fast_read', 'vperfctr_read',
+	       'perf_read_task_clock', 'clock_gettime_thread_cputime', 'getpid']
+	charts = [
+		('reads: time relative to getpid()',
+		 [(o, ms[f'read_{o}_vs_getpid']) for o in ops
+		  if f'read_{o}_vs_getpid' in ms], 'x getpid'),
+		('reads: instructions per operation (PMC5)',
+		 [(o, ms[f'read_{o}_instructions']) for o in ops
+		  if f'read_{o}_instructions' in ms], 'instructions'),
+		('context switch: time relative to no counters',
+		 [('no counters', 1.0)] +
+		 [(n, ms[k]) for n, k in (
+			 ('static key on, unmonitored', 'ctxsw_key_on_vs_none'),
+			 ('vperfctr on both', 'ctxsw_vperfctr_vs_none'),
+			 ('perf task-clock on both', 'ctxsw_perf_vs_none'))
+		  if k in ms], 'x'),
+	]
+	names = []
+	for i, (title, bars, unit) in enumerate(charts):
+		if len(bars) < 2:
+			continue
+		name = f'{stem}-{i}.svg'
+		(out / name).write_text(bar_chart_svg(title, bars, unit))
+		names.append(name)
+	return names
+
+
+def bench_page(results: Path, out: Optional[Path] = None) -> str:
 	text = _title('Benchmarks') + (
 		'``inv bench`` runs ``bench/perfctr_bench.c`` in the guest: the '
 		'bare time-stamp counter, perfctr\'s fast user-space read, '
@@ -201,6 +257,9 @@ def bench_page(results: Path) -> str:
 			 f'accelerator {meta.get("accel")}'
 			 f'{", QEMU " + q["version"] if q.get("version") else ""}.  '
 			 f'{meta.get("note", "")}\n\n')
+		if out is not None:
+			for svg in bench_plots(d, out, f'bench-{arch}'):
+				text += f'.. image:: {svg}\n\n'
 		text += ('.. list-table::\n   :header-rows: 1\n\n'
 			 '   * - metric\n     - value\n     - unit\n')
 		for m in d.get('metrics', []):
@@ -249,7 +308,7 @@ def build(tree: BaseTree, ops: Ops, out: Optional[Path] = None) -> Path:
 	patch_pages(paths.REPO / tree.patches, src / 'patches')
 	results = paths.results_dir()
 	(src / 'results.rst').write_text(results_page(results))
-	(src / 'bench.rst').write_text(bench_page(results))
+	(src / 'bench.rst').write_text(bench_page(results, src))
 	(src / 'index.rst').write_text(
 		_title('perfctr: per-thread performance-monitoring counters') +
 		f'The series on {tree.origin} (commit ``{tree.commit[:12]}``), '

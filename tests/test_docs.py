@@ -58,3 +58,27 @@ def test_results_page_keeps_the_newest_per_arch_base_config(tmp_path):
 
 def test_bench_page_says_when_there_is_none(tmp_path):
 	assert 'inv bench' in docs.bench_page(tmp_path)
+
+
+def test_bench_page_has_tables_and_svg_plots(tmp_path):
+	d = tmp_path / 'results' / 'bench-20260101-000000-ppc64le'
+	d.mkdir(parents=True)
+	metrics = [{'name': 'read_rdtsc_vs_getpid', 'value': 0.07, 'unit': 'ratio'},
+		   {'name': 'read_getpid_vs_getpid', 'value': 1.0, 'unit': 'ratio'},
+		   {'name': 'read_getpid_instructions', 'value': 184, 'unit': 'instructions'},
+		   {'name': 'read_perfctr_fast_read_instructions', 'value': 31.7,
+		    'unit': 'instructions'},
+		   {'name': 'ctxsw_vperfctr_vs_none', 'value': 1.4, 'unit': 'ratio'}]
+	(d / 'bench.json').write_text(json.dumps(
+		{'meta': {'arch': 'ppc64le', 'kernel': '6.12.117+', 'accel': 'tcg',
+			  'note': 'Under QEMU TCG'}, 'metrics': metrics}))
+	src = tmp_path / 'src'
+	src.mkdir()
+	page = docs.bench_page(tmp_path / 'results', src)
+	assert 'Under QEMU TCG' in page and 'Weaver' in page
+	svgs = sorted(p.name for p in src.glob('*.svg'))
+	assert svgs == ['bench-ppc64le-0.svg', 'bench-ppc64le-1.svg',
+			'bench-ppc64le-2.svg']
+	assert '.. image:: bench-ppc64le-1.svg' in page
+	assert '<svg' in (src / svgs[1]).read_text()
+	assert 'perfctr_fast_read' in (src / svgs[1]).read_text()
