@@ -11,7 +11,9 @@ instruction counts (the emulated PMC5 counts them exactly), are what
 carry over.
 
 Also measured, on the host: a one-file rebuild (drivers/perfctr/virtual.c
-touched) and the time from starting the guest to its first metric.
+touched) and the time from starting the guest to its results; and, when
+the build directory's first (cold) build was timed (kernel.build records
+it), that cold build.
 """
 
 import datetime
@@ -102,6 +104,12 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 				 f'console {log})',
 				 'look at the console log; inv check first to '
 				 'see whether the kernel boots')
+	cold = kernel.cold_build(req.build_dir)
+	if cold:
+		# measured when this build directory was first built
+		metrics.append({'name': 'tools_cold_build_s',
+				'value': cold['seconds'], 'unit': 's',
+				'measured': cold.get('when', '')})
 	metrics += [
 		{'name': 'tools_one_file_rebuild_s', 'value': round(rebuild_s, 1),
 		 'unit': 's'},

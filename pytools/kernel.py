@@ -124,6 +124,26 @@ class _Progress:
 				 f'{now - self.start:.0f} s')
 
 
+COLD_BUILD = 'perfctr-cold-build.json'
+
+
+def record_cold_build(build_dir: Path, seconds: float) -> None:
+	"""Keep how long the build that created this build directory took."""
+	import json
+	(build_dir / COLD_BUILD).write_text(json.dumps(
+		{'seconds': round(seconds, 1), 'jobs': os.cpu_count(),
+		 'when': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}) + '\n')
+
+
+def cold_build(build_dir: Path) -> Optional[dict]:
+	import json
+	p = build_dir / COLD_BUILD
+	try:
+		return json.loads(p.read_text())
+	except (OSError, ValueError):
+		return None
+
+
 def make_error(target: str, output: str, build_dir: Path,
 	       log: Path) -> Exception:
 	"""What a failed make means, and what to do about it."""
@@ -152,6 +172,7 @@ def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 	progress(f'build: make -j{req.jobs} {req.arch.make_target} '
 		 f'(log: {log})')
 	env = {'KBUILD_BUILD_USER': 'perfctr', 'KBUILD_BUILD_HOST': 'perfctr'}
+	cold = not (req.build_dir / req.arch.image).exists()
 	for target in (req.arch.make_target, 'headers_install'):
 		res = ops.stream([*make_args(req, ops), f'-j{req.jobs}', target],
 				 log, env=env, on_line=_Progress(target))
@@ -160,6 +181,8 @@ def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 	image = req.build_dir / req.arch.image
 	release = (req.build_dir / 'include/config/kernel.release').read_text() \
 		.strip()
+	if cold:
+		record_cold_build(req.build_dir, time.monotonic() - start)
 	return BuildResult(image=image, build_dir=req.build_dir, log=log,
 			   config_seconds=config_s,
 			   build_seconds=time.monotonic() - start,
