@@ -197,7 +197,13 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 		# KASAN, lockdep and kmemleak under TCG: the fuzzer makes about
 		# 800 calls a second there (26,000 on the plain kernel), so the
 		# debug run makes 10^5 of them, not the default 10^6.
-		extra = {'fragments': (*arches.get(arch).fragments, 'debug.config'),
+		# debug.config, then the arch's additions if it needs any
+		# (kconfigs/debug-<arch>.config).
+		per_arch = f'debug-{arch}.config'
+		frags = (*arches.get(arch).fragments, 'debug.config') + \
+			((per_arch,) if (pipeline.paths.REPO / 'kconfigs' /
+					 per_arch).exists() else ())
+		extra = {'fragments': frags,
 			 'config_name': 'debug',
 			 'guest_env': (('PERFCTR_FUZZ_CALLS', '100000'),)}
 	# The debug guest is slow everywhere (measured under TCG: 160 s to
