@@ -599,6 +599,118 @@ TEST_F(vperfctr, remote_child_and_final_sums)
 	close(go[1]);
 }
 
+/*
+ * The lifetime the 2004 review asked about, as a race: task A (a child)
+ * counts; B (this process) holds A's fd and has the state page mapped;
+ * while A exits and is reaped, two threads of B hammer the fd with reads,
+ * controls, iresume, unlink and page reads.  Every call must return 0 or
+ * the documented ESRCH (detached) / EINVAL (iresume of running counters),
+ * and the final sums must stay readable after the fd's last holder closes
+ * its mapping.  Repeated, so the exit lands at many points of the calls.
+ */
+struct hammer {
+	int fd;
+	const volatile struct vperfctr_state *st;
+	volatile int stop;
+	int bad_errno;
+	long calls;
+};
+
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+	struct vperfctr_control c;
+	struct vperfctr_sums s;
+	long i = 0;
+
+	tsc_control(&c);
+	while (!h->stop) {
+		long r;
+		int ok;
+
+		switch (i++ % 5) {
+		case 0:
+			r = sys_vperfctr_read(h->fd, &s, sizeof(s), 0);
+			ok = r == 0;
+			break;
+		case 1:
+			r = sys_vperfctr_control(h->fd, &c, sizeof(c), 0);
+			ok = r == 0 || errno == ESRCH;
+			break;
+		case 2:
+			r = sys_vperfctr_iresume(h->fd);
+			ok = r == -1 && (errno == EINVAL || errno == ESRCH);
+			break;
+		case 3:
+			(void)h->st->seq;
+			(void)h->st->tsc_sum;
+			ok = 1;
+			break;
+		default:
+			if (i % 97)
+				continue;
+			r = sys_vperfctr_unlink(h->fd);
+			ok = r == 0 || errno == ESRCH;
+			break;
+		}
+		h->calls++;
+		if (!ok && !h->bad_errno)
+			h->bad_errno = errno ? errno : -1;
+	}
+	return NULL;
+}
+
+TEST_F(vperfctr, lifetime_race_exit_while_held)
+{
+	long calls = 0;
+	int round;
+
+	for (round = 0; round < 40; round++) {
+		struct hammer h = { 0 };
+		struct vperfctr_control c;
+		struct vperfctr_sums s;
+		pthread_t t[2];
+		pid_t pid;
+		int i;
+
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			spin_ns((round % 5) * MS);
+			_exit(0);
+		}
+		h.fd = sys_vperfctr_open(pid, VPERFCTR_OPEN_CREAT);
+		if (h.fd < 0 && errno == ESRCH) {	/* it was quicker */
+			waitpid(pid, NULL, 0);
+			continue;
+		}
+		ASSERT_LE(0, h.fd) TH_LOG("%m - open of own child");
+		tsc_control(&c);
+		sys_vperfctr_control(h.fd, &c, sizeof(c), 0);	/* may be ESRCH */
+		h.st = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED,
+			    h.fd, 0);
+		ASSERT_NE(MAP_FAILED, h.st);
+		for (i = 0; i < 2; i++)
+			ASSERT_EQ(0, pthread_create(&t[i], NULL, hammer_main, &h));
+		ASSERT_EQ(pid, waitpid(pid, NULL, 0));	/* exited and reaped */
+		usleep(2000);
+		h.stop = 1;
+		for (i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		EXPECT_EQ(0, h.bad_errno) TH_LOG("round %d: errno %d (%s)",
+						 round, h.bad_errno,
+						 strerror(h.bad_errno));
+		/* Detached now; the page stays mapped after the fd goes. */
+		ASSERT_EQ(0, sys_vperfctr_read(h.fd, &s, sizeof(s), 0));
+		EXPECT_NE(0, s.status & VPERFCTR_STATUS_DETACHED);
+		close(h.fd);
+		(void)h.st->tsc_sum;
+		munmap((void *)h.st, sysconf(_SC_PAGESIZE));
+		calls += h.calls;
+	}
+	TH_LOG("%ld calls against fds of exiting children in 40 rounds", calls);
+}
+
 /* Another uid's thread is EPERM without CAP_SYS_PTRACE. */
 TEST_F(vperfctr, remote_other_uid_eperm)
 {
