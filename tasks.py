@@ -6,6 +6,7 @@ done (bad input or a missing tool; the message says which and how to fix).
 """
 
 import sys
+from pathlib import Path
 
 from invoke import Exit, task
 
@@ -227,7 +228,7 @@ def test(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 
 @task(help=COMMON_HELP)
 def lint(c, base=None, tree=None, ref=None, offline=False):
-	"""checkpatch --strict on every patch, kernel-doc, sparse and W=1 on drivers/perfctr."""
+	"""checkpatch --strict, kernel-doc, sparse and W=1 on drivers/perfctr, make htmldocs."""
 	def run():
 		from pytools import kernel, lint as L, series
 		ops = Ops()
@@ -247,6 +248,14 @@ def lint(c, base=None, tree=None, ref=None, offline=False):
 		results.append(L.compiler_gates(
 			[*kernel.make_args(req, ops), f'-j{req.jobs}'],
 			'drivers/perfctr', ops, req.build_dir / 'lint.log'))
+		touched = ops.run(['git', '-C', str(t.path), 'diff', '--name-only',
+				   t.commit, series.WORK_BRANCH]).output.split()
+		doc_out = req.build_dir.parent / f'{req.build_dir.name}-htmldocs'
+		results.append(L.htmldocs(
+			['make', '-C', str(t.path), f'O={doc_out}', f'-j{req.jobs}'],
+			t.path, touched, ops,
+			Path(sys.executable).parent / 'sphinx-build',
+			doc_out / 'htmldocs.log'))
 		bad = 0
 		for r in results:
 			for f in r.findings:

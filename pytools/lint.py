@@ -7,6 +7,7 @@ WARNING anywhere (a checkpatch CHECK is reported, and must be fixed or
 justified in the commit message).
 """
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,3 +127,74 @@ def compiler_gates(make: List[str], directory: str, ops: Ops,
 		res.findings.append(Finding('W=1', directory, 'ERROR',
 					    f'make failed; see {log}'))
 	return res
+
+
+_SPHINX = re.compile(r'^(\S+?)(?::(\d+))?: (WARNING|ERROR|CRITICAL|SEVERE): '
+		     r'(.*)$')
+
+
+def parse_htmldocs(output: str, tree: Path, ours: List[str]) -> List[Finding]:
+	"""The Sphinx and kernel-doc warnings that name a file the series touches.
+
+	Everything else in the directory (other subsystems' broken links) is
+	the base tree's and not ours to fix: only new warnings count.
+	"""
+	out = []
+	for line in output.splitlines():
+		m = _SPHINX.match(line.strip())
+		if not m:
+			continue
+		path = m.group(1)
+		rel = path[len(str(tree)) + 1:] if path.startswith(f'{tree}/') \
+			else path
+		if rel not in ours:
+			continue
+		where = f'{rel}:{m.group(2)}' if m.group(2) else rel
+		out.append(Finding('htmldocs', where,
+				   'WARNING' if m.group(3) == 'WARNING' else 'ERROR',
+				   m.group(4)))
+	return out
+
+
+def htmldocs(make: List[str], tree: Path, touched: List[str], ops: Ops,
+	     sphinx_build: Path, log: Path) -> LintResult:
+	"""The kernel's own "make htmldocs" on the directories the series
+	documents (SPHINXDIRS), with the kernel's conf.py and extensions."""
+	docs = [f for f in touched if f.startswith('Documentation/')
+		and f.endswith('.rst')]
+	res = LintResult(checked=docs)
+	if not docs:
+		return res
+	if not sphinx_build.exists():
+		res.findings.append(Finding(
+			'htmldocs', 'sphinx-build', 'ERROR',
+			f'{sphinx_build} is missing: re-run ./bootstrap, which '
+			'installs Sphinx into .venv'))
+		return res
+	dirs = sorted({f.split('/')[1] for f in docs if f.count('/') >= 2})
+	progress(f'make htmldocs SPHINXDIRS="{" ".join(dirs)}" (about 2 '
+		 'minutes for userspace-api)')
+	env = {'PATH': f'{sphinx_build.parent}:{os.environ.get("PATH", "")}'}
+	r = ops.stream([*make, f'SPHINXBUILD={sphinx_build}',
+			f'SPHINXDIRS={" ".join(dirs)}', 'htmldocs'], log, env=env)
+	res.findings += parse_htmldocs(r.output, tree, touched)
+	if r.returncode != 0:
+		res.findings.append(Finding('htmldocs', ' '.join(dirs), 'ERROR',
+					    f'make htmldocs failed; see {log}'))
+	out = make_output_dir(make)
+	for f in docs:
+		page = out / 'Documentation/output' / \
+			f[len('Documentation/'):].replace('.rst', '.html')
+		if not page.exists():
+			res.findings.append(Finding(
+				'htmldocs', f, 'ERROR',
+				f'{page} was not generated: is the page in a '
+				'toctree, and did Sphinx run? see ' + str(log)))
+	return res
+
+
+def make_output_dir(make: List[str]) -> Path:
+	for a in make:
+		if a.startswith('O='):
+			return Path(a[2:])
+	raise ValueError('make arguments without O=')

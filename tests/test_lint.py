@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
+from pathlib import Path
+
 from pytools import lint
 
 CHECKPATCH = '''WARNING: Use #include <linux/nmi.h> instead of <asm/nmi.h>
@@ -39,3 +41,49 @@ def test_a_warning_the_commit_message_answers_is_justified():
 	assert lint.justified(f, patch)
 	assert not lint.justified(f, 'Subject: x\n\nno word of it\n---\n')
 	assert not lint.justified(f, 'Subject: x\n\n---\ncheckpatch <linux/nmi.h> <asm/nmi.h>')
+
+
+HTMLDOCS = '''Using alabaster theme
+/k/Documentation/userspace-api/netlink/specs.rst:18: WARNING: undefined label: 'specs' [ref.ref]
+/k/Documentation/userspace-api/perfctr.rst:61: WARNING: Inline emphasis start-string without end-string. [docutils]
+/k/Documentation/userspace-api/perfctr.rst: WARNING: document isn't included in any toctree [toc.not_included]
+/k/include/uapi/linux/perfctr.h:40: ERROR: Unexpected indentation. [docutils]
+'''
+
+TOUCHED = ['Documentation/userspace-api/perfctr.rst',
+	   'Documentation/userspace-api/index.rst',
+	   'include/uapi/linux/perfctr.h']
+
+
+def test_htmldocs_keeps_only_the_series_warnings():
+	f = lint.parse_htmldocs(HTMLDOCS, Path('/k'), TOUCHED)
+	assert [(x.where, x.level) for x in f] == [
+		('Documentation/userspace-api/perfctr.rst:61', 'WARNING'),
+		('Documentation/userspace-api/perfctr.rst', 'WARNING'),
+		('include/uapi/linux/perfctr.h:40', 'ERROR')]
+
+
+def test_htmldocs_fails_when_the_page_is_not_built(fake_ops, tmp_path):
+	sphinx = tmp_path / 'sphinx-build'
+	sphinx.write_text('')
+	ops = fake_ops(answers=[('htmldocs', (0, 'build succeeded.\n'))])
+	r = lint.htmldocs(['make', f'O={tmp_path / "o"}'], Path('/k'), TOUCHED,
+			  ops, sphinx, tmp_path / 'log')
+	assert [(x.where, x.level) for x in r.failed] == [
+		('Documentation/userspace-api/perfctr.rst', 'ERROR'),
+		('Documentation/userspace-api/index.rst', 'ERROR')]
+	# with the pages there, the same run is clean
+	for name in ('index', 'perfctr'):
+		page = tmp_path / 'o/Documentation/output/userspace-api' / \
+			f'{name}.html'
+		page.parent.mkdir(parents=True, exist_ok=True)
+		page.write_text('<html>')
+	r = lint.htmldocs(['make', f'O={tmp_path / "o"}'], Path('/k'), TOUCHED,
+			  ops, sphinx, tmp_path / 'log')
+	assert r.failed == []
+
+
+def test_htmldocs_names_a_missing_sphinx(fake_ops, tmp_path):
+	r = lint.htmldocs(['make', 'O=/o'], Path('/k'), TOUCHED, fake_ops(),
+			  tmp_path / 'nope', tmp_path / 'log')
+	assert 'bootstrap' in r.failed[0].text
