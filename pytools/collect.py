@@ -51,7 +51,8 @@ def load_kunit_parser(tree: Path):
 	return importlib.import_module('kunit_parser')
 
 
-_SKIP = re.compile(r'^\s*ok \d+ (.+?) # SKIP ?(.*)$')
+# KUnit's lines come from the console, after a printk timestamp.
+_SKIP = re.compile(r'^\s*(?:\[[^]]*\]\s*)?ok \d+ (.+?) # SKIP ?(.*)$')
 
 
 def _flatten(parser, test, prefix: str, family: str,

@@ -184,3 +184,16 @@ def test_both_kunit_parser_apis(tree):
 	cases = collect.parse_ktap(_lines('dmesg-kunit-pass.txt'), 'kunit',
 				   'kunit', p)
 	assert len(cases) >= 12 and all(c.status is Status.PASS for c in cases)
+
+
+def test_kunit_skip_reason_after_a_printk_timestamp(parser):
+	lines = ['[    1.50] KTAP version 1', '[    1.50] 1..1',
+		 '[    1.51]     KTAP version 1',
+		 '[    1.51]     # Subtest: perfctr_virtual',
+		 '[    1.51]     1..1',
+		 '[    1.58]     ok 1 vperfctr_test_affinity_hook # SKIP no hardware '
+		 'counters here; runs on ppc64le',
+		 '[    1.59] ok 1 perfctr_virtual']
+	cases = collect.parse_ktap(lines, 'kunit', 'kunit', parser)
+	assert [(c.status, c.message) for c in cases] == [
+		(Status.SKIP, 'no hardware counters here; runs on ppc64le')]
