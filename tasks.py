@@ -188,9 +188,12 @@ def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 			'(default 900; 2400 with --debug)',
 		no_apply='test the tree as it is, uncommitted edits and all',
 		debug='add kconfigs/debug.config (lockdep, KASAN, UBSAN, kmemleak, '
-		      'list and object debugging) in a build directory of its own'))
+		      'list and object debugging) in a build directory of its own',
+		cpu='QEMU CPU model for ppc64le (default power9; power10 runs '
+		    'the ISA 3.1 row of the driver\'s model table)'))
 def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
-	  jobs=0, accel='auto', timeout=None, no_apply=False, debug=False):
+	  jobs=0, accel='auto', timeout=None, no_apply=False, debug=False,
+	  cpu=None):
 	"""The main job: base, apply, build, boot, test; prints the results path last."""
 	extra = {}
 	if debug:
@@ -212,7 +215,7 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	if timeout is None:
 		timeout = 2400 if debug else 900
 	o = _opts(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
-		  accel=accel, timeout=float(timeout), apply=not no_apply,
+		  accel=accel, timeout=float(timeout), apply=not no_apply, cpu=cpu,
 		  **extra, **({'jobs': jobs} if jobs else {}))
 	_finish(pipeline.guarded(pipeline.check, o, _argv()))
 

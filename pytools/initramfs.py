@@ -65,10 +65,12 @@ def build(arch: ArchParams, tests: Optional[Path], out: Path, ops: Ops,
 
 def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 	      cpus: int = 2, memory: str = '1G',
-	      qemu: Sequence[str] = ()) -> List[str]:
-	"""The QEMU command line; @qemu is the binary (and -L) to use."""
+	      qemu: Sequence[str] = (), cpu: Optional[str] = None) -> List[str]:
+	"""The QEMU command line; @qemu is the binary (and -L) to use, @cpu
+	a CPU model other than the arch's default."""
 	x = arch.extra
-	return [*(qemu or [arch.qemu_binary]), '-M', x['machine'], '-cpu', x['cpu'],
+	return [*(qemu or [arch.qemu_binary]), '-M', x['machine'],
+		'-cpu', cpu or x['cpu'],
 		'-accel', accel, '-smp', str(cpus), '-m', memory,
 		'-nographic', '-no-reboot', '-kernel', str(kernel),
 		'-initrd', str(initrd),

@@ -38,6 +38,8 @@ class Options:
 	apply: bool = True
 	# environment for the guest's test programs (e.g. the fuzzer's bounds)
 	guest_env: Tuple[Tuple[str, str], ...] = ()
+	# QEMU CPU model instead of the arch's default (initramfs arches)
+	cpu: Optional[str] = None
 
 
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
@@ -120,10 +122,13 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 		    accel, ops) -> None:
 	"""Boot QEMU with the kernel and an initramfs of the kselftests."""
 	q = qemu.choose(req.arch, ops)
-	run.qemu = q.as_dict()
+	run.qemu = dict(q.as_dict(), cpu=opts.cpu or req.arch.extra['cpu'])
+	progress(f'guest CPU: {run.qemu["cpu"]}' +
+		 ('' if opts.cpu else ' (the default; --cpu to change)'))
 	initrd = initramfs.build(req.arch, ksel, outdir / 'initramfs.cpio', ops)
 	argv = initramfs.qemu_argv(req.arch, build.image, initrd,
-				   accel.accel.value, qemu=qemu.argv_prefix(q))
+				   accel.accel.value, qemu=qemu.argv_prefix(q),
+				   cpu=opts.cpu)
 	log = outdir / 'console.log'
 	t0 = time.monotonic()
 	done = initramfs.boot(argv, log, opts.timeout, ops)
@@ -146,6 +151,10 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	"""The main job: base, apply, build, test, report.  Returns exit code."""
 	ops = ops or Ops()
+	if opts.cpu and arches.get(opts.arch).boot != 'initramfs':
+		raise UserError(f'--cpu {opts.cpu}: {opts.arch} boots with '
+				'virtme-ng, which picks the CPU model itself',
+				'drop --cpu (it is for ppc64le: power9, power10)')
 	stages: Dict[str, float] = {}
 	t = time.monotonic()
 	tree = resolve_base(opts, ops)

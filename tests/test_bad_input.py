@@ -43,3 +43,10 @@ def test_other_os_errors_are_not_swallowed():
 		assert e.errno == errno.EACCES
 	else:
 		raise AssertionError('EACCES was swallowed')
+
+
+def test_cpu_model_for_an_arch_booted_by_virtme_ng_is_refused(capsys):
+	o = pipeline.Options(arch='x86_64', cpu='power10')
+	assert pipeline.guarded(pipeline.check, o, []) == EXIT_CANNOT_RUN
+	err = capsys.readouterr().err
+	assert '--cpu power10' in err and 'drop --cpu' in err

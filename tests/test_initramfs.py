@@ -55,3 +55,13 @@ def test_qemu_argv_passes_the_guest_environment():
 	assert argv[:3] == ['/q/qemu', '-L', '/q']
 	append = argv[argv.index('-append') + 1]
 	assert 'PERFCTR_FUZZ_CALLS=300000' in append.split()
+
+
+def test_qemu_argv_cpu_model_defaults_to_the_arch_and_can_be_changed():
+	from pytools import arches
+	ppc = arches.get('ppc64le')
+	argv = initramfs.qemu_argv(ppc, Path('vmlinux'), Path('initrd'), 'tcg')
+	assert argv[argv.index('-cpu') + 1] == 'power9'
+	argv = initramfs.qemu_argv(ppc, Path('vmlinux'), Path('initrd'), 'tcg',
+				   cpu='power10')
+	assert argv[argv.index('-cpu') + 1] == 'power10'
