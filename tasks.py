@@ -271,10 +271,48 @@ def lint(c, base=None, tree=None, ref=None, offline=False):
 	_finish(pipeline.guarded(run))
 
 
+def _bisect_boot(o, t, req, ops):
+	"""inv bisect --boot: boot each prefix that built and run the tests
+	that exist at that point (the kselftests and Python checks need the
+	system calls; before the patch wiring them up, KUnit and the kernel
+	log are what there is)."""
+	import dataclasses
+	from pytools import kernel
+
+	def boot_prefix(i, commit):
+		calls = ops.run(['git', '-C', str(t.path), 'grep', '-q',
+				 'vperfctr_open', commit, '--',
+				 f'arch/{req.arch.linux_arch}/'],
+				check=False).returncode == 0
+		log = req.build_dir / f'bisect-{i:02d}.log'
+		if calls:
+			r = ops.stream([*kernel.make_args(req, ops),
+					f'-j{req.jobs}', 'headers_install'], log)
+			if r.returncode:
+				return False, f'make headers_install failed ({log})'
+		build = kernel.BuildResult(
+			image=req.build_dir / req.arch.image,
+			build_dir=req.build_dir, log=log, config_seconds=0,
+			build_seconds=0, configured=False,
+			release=(req.build_dir / 'include/config/kernel.release')
+			.read_text().strip())
+		run, path = pipeline.test_and_report(
+			dataclasses.replace(o, userspace=calls), t, build, req,
+			commit[:12], {}, _argv(), ops, suffix=f'-bisect{i:02d}')
+		c = run.counts()
+		scope = 'every family' if calls else \
+			'KUnit and the kernel log: no system calls yet'
+		return run.passed, (f'{c["PASS"]} passed, {c["FAIL"]} failed, '
+				    f'{c["SKIP"]} skipped ({scope}); {path}')
+	return boot_prefix
+
+
 @task(help=dict(COMMON_HELP, arch='x86_64 (default), ppc64le, or all',
-		jobs='make -j (default: all cores)'))
+		jobs='make -j (default: all cores)',
+		boot='also boot every prefix that builds and run the tests '
+		     'that exist at that point'))
 def bisect(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
-	   jobs=0):
+	   jobs=0, boot=False):
 	"""Build every prefix of the series; name the first that breaks the build or warns."""
 	def run():
 		from pytools import arches, bisect as B, kernel
@@ -290,13 +328,17 @@ def bisect(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 			ob = _opts(arch=name, base=base, tree=tree, ref=ref,
 				   offline=offline, config_name='bisect',
 				   **({'jobs': jobs} if jobs else {}))
-			r = B.run(s, pipeline.build_request(ob, t), ops)
+			req = pipeline.build_request(ob, t)
+			r = B.run(s, req, ops,
+				  boot=_bisect_boot(ob, t, req, ops) if boot else None)
 			for p in r.prefixes:
 				state = 'builds' if p.built else 'FAILS'
 				extra = f', {len(p.warnings)} new warnings' \
 					if p.warnings else ''
 				print(f'{name} {p.index:2d} {state} ({p.seconds:.0f} s'
 				      f'{extra}): {p.subject}')
+				if p.boot:
+					print(f'      boot: {p.boot}')
 				for w in p.warnings[:10]:
 					print(f'      {w}')
 			fb = r.first_bad

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Build every prefix of the series: the first patch that breaks the
-build, or adds a compiler warning, is named.
+build, or adds a compiler warning, is named.  With a boot function (inv
+bisect --boot) every prefix that builds is also booted and tested, with
+the tests that exist at that point: KUnit and the kernel log always, the
+kselftests and Python checks once the system calls are wired up.
 
 The prefixes are checked out in the base tree itself (it must be clean)
 and built in a build directory of their own, kept between runs; ccache
@@ -13,7 +16,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from . import kernel
 from .ops import Ops, progress
@@ -30,6 +33,7 @@ class PrefixResult:
 	seconds: float
 	warnings: tuple		# new compiler warnings, 'file:line: text'
 	log: str
+	boot: str = ''		# '' not booted; else 'PASS ...' or 'FAIL ...'
 
 
 @dataclass
@@ -40,7 +44,8 @@ class BisectResult:
 	@property
 	def first_bad(self) -> Optional[PrefixResult]:
 		return next((p for p in self.prefixes
-			     if not p.built or p.warnings), None)
+			     if not p.built or p.warnings or
+			     p.boot.startswith('FAIL')), None)
 
 
 def warnings_in(output: str) -> List[str]:
@@ -52,7 +57,12 @@ def warnings_in(output: str) -> List[str]:
 	return out
 
 
-def run(series: Series, req: kernel.BuildRequest, ops: Ops) -> BisectResult:
+# (prefix index, commit) -> (passed, one line saying what ran and where)
+BootFn = Callable[[int, str], Tuple[bool, str]]
+
+
+def run(series: Series, req: kernel.BuildRequest, ops: Ops,
+	boot: Optional[BootFn] = None) -> BisectResult:
 	series.check_clean()
 	commits = series._git('rev-list', '--reverse',
 			      f'{series.tree.commit}..{WORK_BRANCH}').split()
@@ -76,10 +86,14 @@ def run(series: Series, req: kernel.BuildRequest, ops: Ops) -> BisectResult:
 				built, out = r.returncode == 0, r.output
 			except Exception as e:	# a config that does not hold
 				built, out = False, str(e)
+			booted = ''
+			if built and boot:
+				ok, what = boot(i, c)
+				booted = f'{"PASS" if ok else "FAIL"} {what}'
 			res.prefixes.append(PrefixResult(
 				i, subject, built, round(time.monotonic() - t0, 1),
-				tuple(warnings_in(out)), str(log)))
-			if not built:
+				tuple(warnings_in(out)), str(log), booted))
+			if not built or booted.startswith('FAIL'):
 				break
 	finally:
 		series._git('checkout', '-q', WORK_BRANCH)

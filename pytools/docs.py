@@ -94,16 +94,26 @@ def _config_name(fragments: List[str]) -> str:
 	return 'debug' if 'debug.config' in fragments else 'default'
 
 
+def _config_label(d: dict) -> str:
+	"""The kernel config, and the QEMU CPU model where one was chosen."""
+	cpu = (d.get('qemu') or {}).get('cpu')
+	name = _config_name(d.get('config_fragments', []))
+	return f'{name}, {cpu}' if cpu else name
+
+
 def latest_results(results: Path) -> List[dict]:
-	"""The newest results.json per arch x base x config."""
+	"""The newest results.json per arch x base x config (x CPU model);
+	inv bisect --boot's runs of series prefixes are not the series'."""
 	best: Dict[tuple, dict] = {}
 	for f in sorted(results.glob('*/results.json')):
+		if '-bisect' in f.parent.name:
+			continue
 		try:
 			d = json.loads(f.read_text())
 		except (OSError, ValueError):
 			continue
 		key = (d.get('arch'), d.get('base', {}).get('name'),
-		       _config_name(d.get('config_fragments', [])))
+		       _config_label(d))
 		d['_dir'] = f.parent.name
 		best[key] = d		# sorted by time: the last one wins
 	return [best[k] for k in sorted(best, key=str)]
@@ -129,7 +139,7 @@ def results_page(results: Path) -> str:
 		q = d.get('qemu') or {}
 		text += (f'   * - {d.get("arch")}\n'
 			 f'     - {d.get("base", {}).get("origin", "?")}\n'
-			 f'     - {_config_name(d.get("config_fragments", []))}\n'
+			 f'     - {_config_label(d)}\n'
 			 f'     - {d.get("kernel_release", "?")}\n'
 			 f'     - {d.get("accelerator", {}).get("accel", "?")}\n'
 			 f'     - {q.get("version", "system")} {q.get("origin", "")}\n'
@@ -144,8 +154,7 @@ def results_page(results: Path) -> str:
 			f = fams.setdefault(t['family'], {})
 			f[t['status']] = f.get(t['status'], 0) + 1
 		text += _title(f'{d.get("arch")} on {d.get("base", {}).get("origin")}'
-			       f' ({_config_name(d.get("config_fragments", []))})',
-			       '-')
+			       f' ({_config_label(d)})', '-')
 		text += ''.join(f'- {fam}: ' + ', '.join(f'{n} {s}' for s, n in
 							  sorted(st.items())) + '\n'
 				for fam, st in sorted(fams.items()))

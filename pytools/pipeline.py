@@ -40,6 +40,9 @@ class Options:
 	guest_env: Tuple[Tuple[str, str], ...] = ()
 	# QEMU CPU model instead of the arch's default (initramfs arches)
 	cpu: Optional[str] = None
+	# the kselftests and Python checks; False for a bisect prefix that
+	# has no system calls yet (KUnit and the kernel log only)
+	userspace: bool = True
 
 
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
@@ -59,9 +62,9 @@ def build_request(opts: Options, tree: bases.BaseTree) -> kernel.BuildRequest:
 		jobs=opts.jobs, config_name=opts.config_name)
 
 
-def run_dir(opts: Options, tree: bases.BaseTree) -> Path:
+def run_dir(opts: Options, tree: bases.BaseTree, suffix: str = '') -> Path:
 	stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-	d = paths.results_dir() / f'{stamp}-{opts.arch}-{tree.name}'
+	d = paths.results_dir() / f'{stamp}-{opts.arch}-{tree.name}{suffix}'
 	d.mkdir(parents=True, exist_ok=True)
 	latest = paths.results_dir() / 'latest'
 	if latest.is_symlink() or latest.exists():
@@ -75,7 +78,7 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	 ops: Ops) -> None:
 	"""Boot the built kernel, run every family in the guest, collect."""
 	t0 = time.monotonic()
-	ksel = kernel.build_selftests(req, ops)
+	ksel = kernel.build_selftests(req, ops) if opts.userspace else None
 	run.durations['selftests_build'] = round(time.monotonic() - t0, 1)
 	accel = boot.choose_accel(req.arch, ops,
 				  want=None if opts.accel == 'auto' else opts.accel)
@@ -89,10 +92,11 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	python = Path(sys.executable)
 	cmd = (f'cd {shlex.quote(str(paths.REPO))} && '
 	       f'{shlex.quote(str(python))} -m pytools.guest '
-	       f'--out {shlex.quote(str(guest_out))} '
-	       f'--kselftests {shlex.quote(str(ksel))} '
-	       f'--pytest {shlex.quote(str(paths.REPO / "pytools/abi_checks"))} '
-	       f'--headers {shlex.quote(str(build.build_dir / "usr/include"))}' +
+	       f'--out {shlex.quote(str(guest_out))}' +
+	       (f' --kselftests {shlex.quote(str(ksel))}'
+		f' --pytest {shlex.quote(str(paths.REPO / "pytools/abi_checks"))}'
+		f' --headers {shlex.quote(str(build.build_dir / "usr/include"))}'
+		if opts.userspace else '') +
 	       ''.join(f' --env {shlex.quote(f"{k}={v}")}'
 		       for k, v in opts.guest_env))
 	breq = boot.BootRequest(arch=req.arch, image=build.image, command=cmd,
@@ -107,7 +111,8 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 		run.problems.append(f'the guest did not finish within '
 				    f'{opts.timeout:.0f} s and was killed '
 				    f'(console: {breq.log})')
-	run.tests = collect.collect(guest_out, breq.log, tree.path)
+	run.tests = collect.collect(guest_out, breq.log, tree.path,
+				    userspace=opts.userspace)
 	run.command = run.command or ''
 
 
@@ -142,10 +147,11 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 				    f'(console: {log})')
 	initramfs.split_console(log.read_text(errors='replace'), guest_out)
 	run.tests = collect.collect(guest_out, log, tree.path,
-				    expect_pytest=False)
-	run.tests.append(results.TestCase(
-		'pytest', 'python ABI checks', results.Status.SKIP,
-		NO_PYTHON_REASON.format(arch=req.arch.name)))
+				    expect_pytest=False, userspace=opts.userspace)
+	if opts.userspace:
+		run.tests.append(results.TestCase(
+			'pytest', 'python ABI checks', results.Status.SKIP,
+			NO_PYTHON_REASON.format(arch=req.arch.name)))
 
 
 def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
@@ -180,7 +186,21 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	stages['build'] = round(time.monotonic() - t, 1)
 	progress(f'build: {build.release} in {build.build_seconds:.0f} s')
 
-	outdir = run_dir(opts, tree)
+	run, path = test_and_report(opts, tree, build, req, tip, stages, argv,
+				    ops)
+	print(results.summary(run))
+	print(f'JUnit: {path.parent / "results.junit.xml"}')
+	print(path)
+	return EXIT_OK if run.passed else EXIT_TEST_FAILED
+
+
+def test_and_report(opts: Options, tree: bases.BaseTree,
+		    build: kernel.BuildResult, req: kernel.BuildRequest,
+		    tip: str, stages: Dict[str, float], argv: List[str],
+		    ops: Ops, suffix: str = '') -> Tuple[results.RunResult, Path]:
+	"""Boot a built kernel, test it, write results.json; the run and its
+	path.  @suffix names the results directory further (bisect prefixes)."""
+	outdir = run_dir(opts, tree, suffix)
 	run = results.RunResult(
 		arch=opts.arch,
 		base={'name': tree.name, 'origin': tree.origin,
@@ -188,16 +208,12 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 		      'ref': tree.ref, 'series_tip': tip},
 		kernel_release=build.release,
 		config_fragments=list(req.fragments),
-		durations=stages,
+		durations=dict(stages),
 		command=' '.join(shlex.quote(a) for a in argv),
 		logs={'build': str(build.log)},
 		started=datetime.datetime.now().isoformat(timespec='seconds'))
 	test(opts, tree, build, req, run, outdir, ops)
-	path = results.write(run, outdir)
-	print(results.summary(run))
-	print(f'JUnit: {outdir / "results.junit.xml"}')
-	print(path)
-	return EXIT_OK if run.passed else EXIT_TEST_FAILED
+	return run, results.write(run, outdir)
 
 
 def guarded(fn, *args, **kw) -> int:

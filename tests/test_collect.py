@@ -197,3 +197,17 @@ def test_kunit_skip_reason_after_a_printk_timestamp(parser):
 	cases = collect.parse_ktap(lines, 'kunit', 'kunit', parser)
 	assert [(c.status, c.message) for c in cases] == [
 		(Status.SKIP, 'no hardware counters here; runs on ppc64le')]
+
+
+def test_a_prefix_without_system_calls_reports_kunit_and_a_named_skip(tmp_path):
+	out = tmp_path / 'guest'
+	out.mkdir()
+	shutil.copy(DATA / 'dmesg-kunit-pass.txt', out / 'dmesg.txt')
+	(out / 'guest.json').write_text(json.dumps({'families': {}}))
+	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE,
+				userspace=False)
+	skip = [c for c in cases if c.family == 'kselftest']
+	assert [(c.status, c.message) for c in skip] == [
+		(Status.SKIP, collect.NO_USERSPACE_REASON)]
+	assert not any(c.status is Status.FAIL for c in cases)
+	assert any(c.family == 'kunit' and c.status is Status.PASS for c in cases)
