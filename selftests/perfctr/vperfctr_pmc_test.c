@@ -295,6 +295,33 @@ TEST_F(pmc, kernel_mode_needs_cap_perfmon)
 }
 
 /*
+ * One control may mix a user-and-kernel slot with a user-only one (per
+ * counter: MMCR2 on powerpc, OS/USR on x86), and both count.  QEMU counts
+ * kernel mode regardless, so only acceptance and counting show here.
+ */
+TEST_F(pmc, mixed_user_and_kernel_slots)
+{
+	struct vperfctr_control c;
+	struct vperfctr_sums s;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root (CAP_PERFMON) for the kernel-mode slot");
+	instructions_control(&c, 1);
+	c.cpu_control.nractrs = 2;
+	if (info.cpu_type == PERFCTR_CPU_PPC64_BOOK3S) {
+		c.cpu_control.pmc_map[1] = 5;	/* PMC6: cycles, user only */
+	} else {
+		c.cpu_control.pmc_map[1] = 1;	/* cycles, user only */
+		c.cpu_control.evntsel[1] = 0x3c | (1 << 16);
+	}
+	ASSERT_EQ(0, sys_vperfctr_control(self->fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	loop(LOOP_N);
+	ASSERT_EQ(0, sys_vperfctr_read(self->fd, &s, sizeof(s), 0)) TH_LOG("%m");
+	EXPECT_LT(LOOP_N, s.self.pmc[0]);
+	EXPECT_LT(0, s.self.pmc[1]);
+}
+
+/*
  * Overflow: an interrupt-mode instructions counter starting at -PERIOD.
  * The signal comes as sigqueue(3) from the kernel would send it, with
  * the overflow mask in si_value; the counters stay suspended until
