@@ -172,6 +172,11 @@ def htmldocs(make: List[str], tree: Path, touched: List[str], ops: Ops,
 			'installs Sphinx into .venv'))
 		return res
 	dirs = sorted({f.split('/')[1] for f in docs if f.count('/') >= 2})
+	# Sphinx builds incrementally and warns only about pages it reads
+	# again: make it read ours every time (their content is unchanged).
+	for f in docs:
+		if (tree / f).exists():
+			os.utime(tree / f)
 	progress(f'make htmldocs SPHINXDIRS="{" ".join(dirs)}" (about 2 '
 		 'minutes for userspace-api)')
 	env = {'PATH': f'{sphinx_build.parent}:{os.environ.get("PATH", "")}'}
