@@ -207,9 +207,10 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 		frags = (*arches.get(arch).fragments, 'debug.config') + \
 			((per_arch,) if (pipeline.paths.REPO / 'kconfigs' /
 					 per_arch).exists() else ())
+		calls = arches.get(arch).extra.get('debug_fuzz_calls', '100000')
 		extra = {'fragments': frags,
 			 'config_name': 'debug',
-			 'guest_env': (('PERFCTR_FUZZ_CALLS', '100000'),)}
+			 'guest_env': (('PERFCTR_FUZZ_CALLS', calls),)}
 	# The debug guest is slow everywhere (measured under TCG: 160 s to
 	# boot, 341 s for the Python checks, kmemleak scans): 40 minutes.
 	if timeout is None:

@@ -65,10 +65,13 @@ def build(arch: ArchParams, tests: Optional[Path], out: Path, ops: Ops,
 
 def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 	      cpus: int = 2, memory: str = '1G',
-	      qemu: Sequence[str] = (), cpu: Optional[str] = None) -> List[str]:
+	      qemu: Sequence[str] = (), cpu: Optional[str] = None,
+	      env: Sequence[Tuple[str, str]] = ()) -> List[str]:
 	"""The QEMU command line; @qemu is the binary (and -L) to use, @cpu
-	a CPU model other than the arch's default."""
+	a CPU model other than the arch's default, @env the test programs'
+	environment (on the kernel command line; default the arch's)."""
 	x = arch.extra
+	guest_env = ' '.join(f'{k}={v}' for k, v in env) or x.get('guest_env')
 	return [*(qemu or [arch.qemu_binary]), '-M', x['machine'],
 		'-cpu', cpu or x['cpu'],
 		'-accel', accel, '-smp', str(cpus), '-m', memory,
@@ -76,7 +79,7 @@ def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 		'-initrd', str(initrd),
 		'-append', f'console={x["console"]} loglevel=1 panic=-1 '
 		'kunit.autorun=1' +
-		(f' {x["guest_env"]}' if x.get('guest_env') else '')]
+		(f' {guest_env}' if guest_env else '')]
 
 
 def boot(argv: List[str], log: Path, timeout: float, ops: Ops) -> Completed:

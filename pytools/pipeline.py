@@ -133,7 +133,7 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 	initrd = initramfs.build(req.arch, ksel, outdir / 'initramfs.cpio', ops)
 	argv = initramfs.qemu_argv(req.arch, build.image, initrd,
 				   accel.accel.value, qemu=qemu.argv_prefix(q),
-				   cpu=opts.cpu)
+				   cpu=opts.cpu, env=opts.guest_env)
 	log = outdir / 'console.log'
 	t0 = time.monotonic()
 	done = initramfs.boot(argv, log, opts.timeout, ops)

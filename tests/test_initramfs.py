@@ -65,3 +65,13 @@ def test_qemu_argv_cpu_model_defaults_to_the_arch_and_can_be_changed():
 	argv = initramfs.qemu_argv(ppc, Path('vmlinux'), Path('initrd'), 'tcg',
 				   cpu='power10')
 	assert argv[argv.index('-cpu') + 1] == 'power10'
+
+
+def test_qemu_argv_environment_from_the_options_replaces_the_arch_default():
+	from pytools import arches
+	argv = initramfs.qemu_argv(arches.get('ppc64le'), Path('vmlinux'),
+				   Path('initrd'), 'tcg',
+				   env=(('PERFCTR_FUZZ_CALLS', '20000'),))
+	append = argv[argv.index('-append') + 1].split()
+	assert 'PERFCTR_FUZZ_CALLS=20000' in append
+	assert 'PERFCTR_FUZZ_CALLS=300000' not in append
