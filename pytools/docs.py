@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import paths
+from . import arches, paths
 from .bases import BaseTree
 from .errors import InfraError
 from .ops import Ops, progress
@@ -97,6 +97,9 @@ def _config_name(fragments: List[str]) -> str:
 def _config_label(d: dict) -> str:
 	"""The kernel config, and the QEMU CPU model where one was chosen."""
 	cpu = (d.get('qemu') or {}).get('cpu')
+	if not cpu and d.get('arch') in arches.known():
+		# runs from before the model was recorded used the default
+		cpu = arches.get(d['arch']).extra.get('cpu')
 	name = _config_name(d.get('config_fragments', []))
 	return f'{name}, {cpu}' if cpu else name
 
