@@ -297,12 +297,15 @@ def _bisect_boot(o, t, req, ops):
 			build_seconds=0, configured=False,
 			release=(req.build_dir / 'include/config/kernel.release')
 			.read_text().strip())
+		kunit = kernel.kunit_suites_built(req.build_dir)
 		run, path = pipeline.test_and_report(
-			dataclasses.replace(o, userspace=calls), t, build, req,
+			dataclasses.replace(o, userspace=calls, kunit=kunit), t,
+			build, req,
 			commit[:12], {}, _argv(), ops, suffix=f'-bisect{i:02d}')
 		c = run.counts()
 		scope = 'every family' if calls else \
-			'KUnit and the kernel log: no system calls yet'
+			('KUnit and the kernel log' if kunit else
+			 'the kernel log') + ': no system calls yet'
 		return run.passed, (f'{c["PASS"]} passed, {c["FAIL"]} failed, '
 				    f'{c["SKIP"]} skipped ({scope}); {path}')
 	return boot_prefix

@@ -13,6 +13,8 @@ checked out again at the end, whatever happened.
 """
 
 import re
+import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +69,8 @@ def run(series: Series, req: kernel.BuildRequest, ops: Ops,
 	commits = series._git('rev-list', '--reverse',
 			      f'{series.tree.commit}..{WORK_BRANCH}').split()
 	res = BisectResult(arch=req.arch.name)
+	# A kill (CI timeout, kill(1)) must still put the work branch back.
+	old_term = signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
 	try:
 		for i, c in enumerate(commits, 1):
 			subject = series._git('log', '-1', '--format=%s', c)
@@ -97,4 +101,5 @@ def run(series: Series, req: kernel.BuildRequest, ops: Ops,
 				break
 	finally:
 		series._git('checkout', '-q', WORK_BRANCH)
+		signal.signal(signal.SIGTERM, old_term)
 	return res

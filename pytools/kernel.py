@@ -189,6 +189,25 @@ def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 			   configured=configured, release=release)
 
 
+def kunit_suites_built(build_dir: Path) -> bool:
+	"""Does the vmlinux just linked in @build_dir hold any KUnit suite?
+
+	Read from System.map (rewritten at every link, unlike objects a later
+	prefix left behind): the suite table's end is past its start.
+	"""
+	marks = {}
+	try:
+		for line in (build_dir / 'System.map').read_text().splitlines():
+			parts = line.split()
+			if len(parts) == 3 and parts[2] in ('__kunit_suites_start',
+							    '__kunit_suites_end'):
+				marks[parts[2]] = int(parts[0], 16)
+	except OSError:
+		return True	# cannot tell: expect them, and say so if absent
+	return marks.get('__kunit_suites_end', 0) > \
+		marks.get('__kunit_suites_start', 0)
+
+
 def build_selftests(req: BuildRequest, ops: Optional[Ops] = None) -> Path:
 	"""Build selftests/perfctr against the tree's exported headers.
 

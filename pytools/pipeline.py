@@ -43,6 +43,9 @@ class Options:
 	# the kselftests and Python checks; False for a bisect prefix that
 	# has no system calls yet (KUnit and the kernel log only)
 	userspace: bool = True
+	# KUnit suites are built into the kernel (False: a bisect prefix
+	# before the first one)
+	kunit: bool = True
 
 
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
@@ -112,7 +115,7 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 				    f'{opts.timeout:.0f} s and was killed '
 				    f'(console: {breq.log})')
 	run.tests = collect.collect(guest_out, breq.log, tree.path,
-				    userspace=opts.userspace)
+				    userspace=opts.userspace, kunit=opts.kunit)
 	run.command = run.command or ''
 
 
@@ -147,7 +150,8 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 				    f'(console: {log})')
 	initramfs.split_console(log.read_text(errors='replace'), guest_out)
 	run.tests = collect.collect(guest_out, log, tree.path,
-				    expect_pytest=False, userspace=opts.userspace)
+				    expect_pytest=False, userspace=opts.userspace,
+				    kunit=opts.kunit)
 	if opts.userspace:
 		run.tests.append(results.TestCase(
 			'pytest', 'python ABI checks', results.Status.SKIP,

@@ -22,3 +22,14 @@ def test_warnings_are_parsed_from_make_output():
 	       '[-Wunused-variable]\n')
 	assert bisect.warnings_in(out) == [
 		"drivers/perfctr/x86.c:10: unused variable 'x' [-Wunused-variable]"]
+
+
+def test_kunit_suites_built_reads_the_suite_table_from_system_map(tmp_path):
+	from pytools import kernel
+	m = tmp_path / 'System.map'
+	m.write_text('ffffffff818aaf80 D __kunit_suites_start\n'
+		     'ffffffff818aaf98 D __kunit_suites_end\n')
+	assert kernel.kunit_suites_built(tmp_path)
+	m.write_text('ffffffff818aaf80 D __kunit_suites_start\n'
+		     'ffffffff818aaf80 D __kunit_suites_end\n')
+	assert not kernel.kunit_suites_built(tmp_path)

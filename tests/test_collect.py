@@ -211,3 +211,19 @@ def test_a_prefix_without_system_calls_reports_kunit_and_a_named_skip(tmp_path):
 		(Status.SKIP, collect.NO_USERSPACE_REASON)]
 	assert not any(c.status is Status.FAIL for c in cases)
 	assert any(c.family == 'kunit' and c.status is Status.PASS for c in cases)
+
+
+def test_no_ktap_where_no_kunit_suite_is_built_is_a_named_skip(tmp_path):
+	out = tmp_path / 'guest'
+	out.mkdir()
+	(out / 'dmesg.txt').write_text('[    0.1] Linux version 6.12\n')
+	(out / 'guest.json').write_text(json.dumps({'families': {}}))
+	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE,
+				userspace=False, kunit=False)
+	k = [c for c in cases if c.family == 'kunit']
+	assert [(c.status, c.message) for c in k] == [
+		(Status.SKIP, collect.NO_KUNIT_REASON)]
+	# expected but missing stays a failure
+	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE,
+				userspace=False)
+	assert [c.status for c in cases if c.family == 'kunit'] == [Status.FAIL]
