@@ -109,26 +109,34 @@ class Ops:
 			fd = proc.stdout.fileno()
 			decoder = codecs.getincrementaldecoder('utf-8')('replace')
 			buf = ''
-			while True:
-				ready, _, _ = select.select([fd], [], [], 0.2)
-				chunk = os.read(fd, 65536) if ready else b''
-				if chunk:
-					buf += decoder.decode(chunk)
-					*done, buf = buf.split('\n')
-					for line in done:
-						f.write(line + '\n')
-						lines.append(line)
-						if on_line:
-							on_line(line)
-					f.flush()
-				elif ready:
-					break		# EOF: every writer is gone
-				if deadline and time.monotonic() > deadline:
-					timed_out = True
-					_kill_group(proc)
-					f.write(f'*** killed after {timeout:.0f} s '
-						'timeout ***\n')
-					break
+			try:
+				while True:
+					ready, _, _ = select.select([fd], [], [], 0.2)
+					chunk = os.read(fd, 65536) if ready else b''
+					if chunk:
+						buf += decoder.decode(chunk)
+						*done, buf = buf.split('\n')
+						for line in done:
+							f.write(line + '\n')
+							lines.append(line)
+							if on_line:
+								on_line(line)
+						f.flush()
+					elif ready:
+						break		# EOF: every writer is gone
+					if deadline and time.monotonic() > deadline:
+						timed_out = True
+						_kill_group(proc)
+						f.write(f'*** killed after {timeout:.0f} s '
+							'timeout ***\n')
+						break
+			except BaseException:
+				# Interrupted (^C, SIGTERM turned into an exit): the
+				# child runs in a session of its own, so it would
+				# outlive us and race the next run in the same tree.
+				_kill_group(proc)
+				proc.wait()
+				raise
 			if buf:
 				f.write(buf + '\n')
 				lines.append(buf)

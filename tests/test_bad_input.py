@@ -50,3 +50,27 @@ def test_cpu_model_for_an_arch_booted_by_virtme_ng_is_refused(capsys):
 	assert pipeline.guarded(pipeline.check, o, []) == EXIT_CANNOT_RUN
 	err = capsys.readouterr().err
 	assert '--cpu power10' in err and 'drop --cpu' in err
+
+
+def test_an_interrupted_stream_takes_its_child_with_it(tmp_path):
+	import os
+	import time
+	from pytools.ops import Ops
+	pidfile = tmp_path / 'pid'
+
+	def stop(line):
+		raise KeyboardInterrupt
+	t0 = time.monotonic()
+	try:
+		Ops().stream(['sh', '-c', f'echo $$ > {pidfile}; echo go; sleep 30'],
+			     tmp_path / 'log', on_line=stop)
+	except KeyboardInterrupt:
+		pass
+	assert time.monotonic() - t0 < 10
+	pid = int(pidfile.read_text())
+	try:
+		os.kill(pid, 0)
+		alive = True
+	except ProcessLookupError:
+		alive = False
+	assert not alive, 'the child outlived the interrupted stream'
