@@ -256,10 +256,8 @@ def lint(c, base=None, tree=None, ref=None, offline=False):
 				   t.commit, series.WORK_BRANCH]).output.split()
 		doc_out = req.build_dir.parent / f'{req.build_dir.name}-htmldocs'
 		results.append(L.htmldocs(
-			['make', '-C', str(t.path), f'O={doc_out}', f'-j{req.jobs}'],
-			t.path, touched, ops,
-			Path(sys.executable).parent / 'sphinx-build',
-			doc_out / 'htmldocs.log'))
+			t.path, doc_out, req.jobs, touched, ops,
+			Path(sys.executable).parent / 'sphinx-build'))
 		bad = 0
 		for r in results:
 			for f in r.findings:
@@ -291,12 +289,7 @@ def _bisect_boot(o, t, req, ops):
 					f'-j{req.jobs}', 'headers_install'], log)
 			if r.returncode:
 				return False, f'make headers_install failed ({log})'
-		build = kernel.BuildResult(
-			image=req.build_dir / req.arch.image,
-			build_dir=req.build_dir, log=log, config_seconds=0,
-			build_seconds=0, configured=False,
-			release=(req.build_dir / 'include/config/kernel.release')
-			.read_text().strip())
+		build = kernel.built(req, log)
 		kunit = kernel.kunit_suites_built(req.build_dir)
 		run, path = pipeline.test_and_report(
 			dataclasses.replace(o, userspace=calls, kunit=kunit), t,

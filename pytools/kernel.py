@@ -8,6 +8,7 @@ a one-file change rebuilds one file.
 """
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -129,14 +130,12 @@ COLD_BUILD = 'perfctr-cold-build.json'
 
 def record_cold_build(build_dir: Path, seconds: float) -> None:
 	"""Keep how long the build that created this build directory took."""
-	import json
 	(build_dir / COLD_BUILD).write_text(json.dumps(
 		{'seconds': round(seconds, 1), 'jobs': os.cpu_count(),
 		 'when': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}) + '\n')
 
 
 def cold_build(build_dir: Path) -> Optional[dict]:
-	import json
 	p = build_dir / COLD_BUILD
 	try:
 		return json.loads(p.read_text())
@@ -178,15 +177,21 @@ def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 				 log, env=env, on_line=_Progress(target))
 		if res.returncode != 0:
 			raise make_error(target, res.output, req.build_dir, log)
-	image = req.build_dir / req.arch.image
-	release = (req.build_dir / 'include/config/kernel.release').read_text() \
-		.strip()
 	if cold:
 		record_cold_build(req.build_dir, time.monotonic() - start)
-	return BuildResult(image=image, build_dir=req.build_dir, log=log,
-			   config_seconds=config_s,
-			   build_seconds=time.monotonic() - start,
-			   configured=configured, release=release)
+	return built(req, log, config_s, time.monotonic() - start, configured)
+
+
+def built(req: BuildRequest, log: Path, config_seconds: float = 0,
+	  build_seconds: float = 0, configured: bool = False) -> BuildResult:
+	"""The BuildResult of what make left in the build directory."""
+	release = (req.build_dir / 'include/config/kernel.release').read_text() \
+		.strip()
+	return BuildResult(image=req.build_dir / req.arch.image,
+			   build_dir=req.build_dir, log=log,
+			   config_seconds=config_seconds,
+			   build_seconds=build_seconds, configured=configured,
+			   release=release)
 
 
 def kunit_suites_built(build_dir: Path) -> bool:

@@ -156,10 +156,11 @@ def parse_htmldocs(output: str, tree: Path, ours: List[str]) -> List[Finding]:
 	return out
 
 
-def htmldocs(make: List[str], tree: Path, touched: List[str], ops: Ops,
-	     sphinx_build: Path, log: Path) -> LintResult:
+def htmldocs(tree: Path, out: Path, jobs: int, touched: List[str], ops: Ops,
+	     sphinx_build: Path) -> LintResult:
 	"""The kernel's own "make htmldocs" on the directories the series
-	documents (SPHINXDIRS), with the kernel's conf.py and extensions."""
+	documents (SPHINXDIRS), with the kernel's conf.py and extensions,
+	built in @out (its log: htmldocs.log there)."""
 	docs = [f for f in touched if f.startswith('Documentation/')
 		and f.endswith('.rst')]
 	res = LintResult(checked=docs)
@@ -180,13 +181,14 @@ def htmldocs(make: List[str], tree: Path, touched: List[str], ops: Ops,
 	progress(f'make htmldocs SPHINXDIRS="{" ".join(dirs)}" (about 2 '
 		 'minutes for userspace-api)')
 	env = {'PATH': f'{sphinx_build.parent}:{os.environ.get("PATH", "")}'}
-	r = ops.stream([*make, f'SPHINXBUILD={sphinx_build}',
+	log = out / 'htmldocs.log'
+	r = ops.stream(['make', '-C', str(tree), f'O={out}', f'-j{jobs}',
+			f'SPHINXBUILD={sphinx_build}',
 			f'SPHINXDIRS={" ".join(dirs)}', 'htmldocs'], log, env=env)
 	res.findings += parse_htmldocs(r.output, tree, touched)
 	if r.returncode != 0:
 		res.findings.append(Finding('htmldocs', ' '.join(dirs), 'ERROR',
 					    f'make htmldocs failed; see {log}'))
-	out = make_output_dir(make)
 	for f in docs:
 		page = out / 'Documentation/output' / \
 			f[len('Documentation/'):].replace('.rst', '.html')
@@ -196,10 +198,3 @@ def htmldocs(make: List[str], tree: Path, touched: List[str], ops: Ops,
 				f'{page} was not generated: is the page in a '
 				'toctree, and did Sphinx run? see ' + str(log)))
 	return res
-
-
-def make_output_dir(make: List[str]) -> Path:
-	for a in make:
-		if a.startswith('O='):
-			return Path(a[2:])
-	raise ValueError('make arguments without O=')

@@ -67,8 +67,7 @@ def test_htmldocs_fails_when_the_page_is_not_built(fake_ops, tmp_path):
 	sphinx = tmp_path / 'sphinx-build'
 	sphinx.write_text('')
 	ops = fake_ops(answers=[('htmldocs', (0, 'build succeeded.\n'))])
-	r = lint.htmldocs(['make', f'O={tmp_path / "o"}'], Path('/k'), TOUCHED,
-			  ops, sphinx, tmp_path / 'log')
+	r = lint.htmldocs(Path('/k'), tmp_path / 'o', 2, TOUCHED, ops, sphinx)
 	assert [(x.where, x.level) for x in r.failed] == [
 		('Documentation/userspace-api/perfctr.rst', 'ERROR'),
 		('Documentation/userspace-api/index.rst', 'ERROR')]
@@ -78,12 +77,11 @@ def test_htmldocs_fails_when_the_page_is_not_built(fake_ops, tmp_path):
 			f'{name}.html'
 		page.parent.mkdir(parents=True, exist_ok=True)
 		page.write_text('<html>')
-	r = lint.htmldocs(['make', f'O={tmp_path / "o"}'], Path('/k'), TOUCHED,
-			  ops, sphinx, tmp_path / 'log')
+	r = lint.htmldocs(Path('/k'), tmp_path / 'o', 2, TOUCHED, ops, sphinx)
 	assert r.failed == []
 
 
 def test_htmldocs_names_a_missing_sphinx(fake_ops, tmp_path):
-	r = lint.htmldocs(['make', 'O=/o'], Path('/k'), TOUCHED, fake_ops(),
-			  tmp_path / 'nope', tmp_path / 'log')
+	r = lint.htmldocs(Path('/k'), tmp_path / 'o', 2, TOUCHED, fake_ops(),
+			  tmp_path / 'nope')
 	assert 'bootstrap' in r.failed[0].text
