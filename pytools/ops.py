@@ -30,6 +30,11 @@ class Completed:
 	output: str
 	duration: float
 	timed_out: bool = False
+	# Why the tool killed the command before it ended by itself, in
+	# words ('' when it ended on its own): the total timeout, a silence
+	# longer than the idle bound, or a reason on_line returned.
+	stopped: str = ''
+	silent: bool = False		# killed by the idle bound
 
 
 class Ops:
@@ -66,7 +71,8 @@ class Ops:
 			if isinstance(out, bytes):
 				out = out.decode(errors='replace')
 			return Completed(tuple(argv), -1, out,
-					 time.monotonic() - start, True)
+					 time.monotonic() - start, True,
+					 f'did not finish within {timeout:.0f} s')
 		res = Completed(tuple(argv), proc.returncode, proc.stdout,
 				time.monotonic() - start)
 		if check and proc.returncode != 0:
@@ -79,16 +85,25 @@ class Ops:
 		   cwd: Optional[Path] = None,
 		   env: Optional[Mapping[str, str]] = None,
 		   timeout: Optional[float] = None,
-		   on_line: Optional[Callable[[str], None]] = None) -> Completed:
+		   on_line: Optional[Callable[[str], Optional[str]]] = None,
+		   idle_timeout: Optional[float] = None,
+		   on_quiet: Optional[Callable[[float, str], None]] = None,
+		   quiet_every: float = 15.0) -> Completed:
 		"""Run with output appended to log line by line as it arrives.
 
-		on_line sees every line (for progress); the timeout kills the
-		whole process group so a hung QEMU never outlives the tool.
+		on_line sees every line (for progress); when it returns a
+		string, the command is killed at once and that string is the
+		reason (a guest QEMU reporting a KVM internal error).  The
+		timeout bounds the whole run, idle_timeout the time without a
+		line of output; either kills the whole process group, so a
+		hung QEMU never outlives the tool.  on_quiet(seconds, last
+		line) is called every quiet_every seconds without output.
 		"""
 		start = time.monotonic()
 		full_env = dict(os.environ, **(env or {}))
 		log.parent.mkdir(parents=True, exist_ok=True)
-		timed_out = False
+		timed_out = silent = False
+		stopped = ''
 		lines = []
 		with open(log, 'a', encoding='utf-8') as f:
 			f.write(f'$ {" ".join(argv)}\n')
@@ -105,6 +120,8 @@ class Ops:
 					f'cannot run {argv[0]}: {e.strerror}',
 					'run ./bootstrap to install the tools') from e
 			deadline = None if timeout is None else start + timeout
+			last_out = start
+			next_quiet = quiet_every
 			assert proc.stdout is not None
 			fd = proc.stdout.fileno()
 			decoder = codecs.getincrementaldecoder('utf-8')('replace')
@@ -113,27 +130,52 @@ class Ops:
 				while True:
 					ready, _, _ = select.select([fd], [], [], 0.2)
 					chunk = os.read(fd, 65536) if ready else b''
+					now = time.monotonic()
 					if chunk:
+						last_out, next_quiet = now, quiet_every
 						buf += decoder.decode(chunk)
 						*done, buf = buf.split('\n')
 						for line in done:
 							f.write(line + '\n')
 							lines.append(line)
-							if on_line:
-								on_line(line)
+							why = on_line(line) if on_line \
+								else None
+							if why and not stopped:
+								stopped = why
 						f.flush()
 					elif ready:
 						break		# EOF: every writer is gone
-					if deadline and time.monotonic() > deadline:
+					if stopped:
+						_kill_group(proc)
+						f.write(f'*** killed: {stopped} ***\n')
+						break
+					if deadline and now > deadline:
 						timed_out = True
+						stopped = (f'did not finish within '
+							   f'{timeout:.0f} s')
 						_kill_group(proc)
 						f.write(f'*** killed after {timeout:.0f} s '
 							'timeout ***\n')
 						break
+					quiet = now - last_out
+					if idle_timeout and quiet > idle_timeout:
+						silent = True
+						stopped = (f'no output for {quiet:.0f} s '
+							   f'(silence bound {idle_timeout:.0f} s)')
+						_kill_group(proc)
+						f.write(f'*** killed: {stopped} ***\n')
+						break
+					if on_quiet and quiet >= next_quiet:
+						next_quiet += quiet_every
+						on_quiet(quiet, next((l for l in
+								      reversed(lines)
+								      if l.strip()),
+								     buf))
 			except BaseException:
-				# Interrupted (^C, SIGTERM turned into an exit): the
-				# child runs in a session of its own, so it would
-				# outlive us and race the next run in the same tree.
+				# Interrupted (^C, SIGTERM turned into an exception
+				# by pipeline.guarded): the child runs in a session
+				# of its own, so it would outlive us and race the
+				# next run in the same tree.
 				_kill_group(proc)
 				proc.wait()
 				raise
@@ -142,7 +184,8 @@ class Ops:
 				lines.append(buf)
 			proc.wait()
 		return Completed(tuple(argv), proc.returncode, '\n'.join(lines),
-				 time.monotonic() - start, timed_out)
+				 time.monotonic() - start, timed_out, stopped,
+				 silent)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

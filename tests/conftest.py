@@ -17,6 +17,7 @@ class FakeOps(Ops):
 
 	def __init__(self, answers=None, which=None):
 		self.calls = []
+		self.streams = []
 		self.answers = answers or []
 		self._which = which if which is not None else {}
 
@@ -36,12 +37,38 @@ class FakeOps(Ops):
 		return Completed(tuple(argv), rc, out, 0.0)
 
 	def stream(self, argv, log, cwd=None, env=None, timeout=None,
-		   on_line=None):
+		   on_line=None, idle_timeout=None, on_quiet=None,
+		   quiet_every=15.0):
+		"""Replays the answer's lines through on_line as Ops.stream
+		does (stopping where on_line gives a reason); rc 'timeout' and
+		'silent' stand for the two bounds."""
 		self.calls.append(list(argv))
+		self.streams.append(dict(argv=list(argv), timeout=timeout,
+					 idle_timeout=idle_timeout))
 		rc, out = self._answer(argv)
 		log.parent.mkdir(parents=True, exist_ok=True)
-		log.write_text(out)
-		return Completed(tuple(argv), rc, out, 0.0, rc == 'timeout')
+		seen, stopped = [], ''
+		for line in out.splitlines():
+			seen.append(line)
+			why = on_line(line) if on_line else None
+			if why:
+				stopped = why
+				break
+		if rc == 'silent' and on_quiet and not stopped:
+			on_quiet(15.0, seen[-1] if seen else '')
+		text = '\n'.join(seen) + ('\n' if seen else '')
+		with open(log, 'a') as f:
+			f.write(text)
+		if stopped:
+			return Completed(tuple(argv), -9, text, 0.0, False, stopped)
+		if rc == 'timeout':
+			return Completed(tuple(argv), rc, text, 0.0, True,
+					 f'did not finish within {timeout} s')
+		if rc == 'silent':
+			return Completed(tuple(argv), rc, text, 0.0, False,
+					 f'no output for {idle_timeout} s (silence '
+					 f'bound {idle_timeout} s)', True)
+		return Completed(tuple(argv), rc, text, 0.0)
 
 
 @pytest.fixture

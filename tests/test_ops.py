@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0
+"""ops.stream's bounds, for real: short shell commands, no kernel."""
+
+import time
+
+from pytools.ops import Ops
+
+
+def test_a_silent_command_is_killed_at_the_silence_bound(tmp_path):
+	t0 = time.monotonic()
+	res = Ops().stream(['sh', '-c', 'echo booting; sleep 60'],
+			   tmp_path / 'log', timeout=600, idle_timeout=1)
+	assert time.monotonic() - t0 < 10
+	assert res.silent and not res.timed_out
+	assert 'no output for' in res.stopped and 'silence bound 1 s' in res.stopped
+	assert 'booting' in res.output
+	assert '*** killed: no output' in (tmp_path / 'log').read_text()
+
+
+def test_output_keeps_a_command_alive_past_the_silence_bound(tmp_path):
+	res = Ops().stream(['sh', '-c', 'for i in 1 2 3 4 5 6; do echo $i; '
+			    'sleep 0.4; done'], tmp_path / 'log',
+			   idle_timeout=1.5)
+	assert res.returncode == 0 and not res.silent and res.stopped == ''
+
+
+def test_on_line_stops_the_command_with_its_reason(tmp_path):
+	def watch(line):
+		return 'KVM internal error seen' if 'KVM internal' in line \
+			else None
+	t0 = time.monotonic()
+	res = Ops().stream(['sh', '-c', 'echo "KVM internal error. Suberror: 1";'
+			    ' sleep 60'], tmp_path / 'log', on_line=watch)
+	assert time.monotonic() - t0 < 10
+	assert res.stopped == 'KVM internal error seen'
+	assert not res.timed_out and not res.silent
+
+
+def test_on_quiet_hears_of_every_quiet_period(tmp_path):
+	heard = []
+	Ops().stream(['sh', '-c', 'echo last words; sleep 2.3'],
+		     tmp_path / 'log', quiet_every=1,
+		     on_quiet=lambda s, l: heard.append((round(s), l)))
+	assert [l for _, l in heard] == ['last words', 'last words']
+	assert [s for s, _ in heard] == [1, 2]
+
+
+def test_the_total_timeout_says_so(tmp_path):
+	res = Ops().stream(['sh', '-c', 'while :; do echo x; sleep 0.1; done'],
+			   tmp_path / 'log', timeout=1, idle_timeout=30)
+	assert res.timed_out and not res.silent
+	assert res.stopped == 'did not finish within 1 s'
