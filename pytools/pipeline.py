@@ -9,8 +9,11 @@ import errno
 import os
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -220,24 +223,77 @@ def test_and_report(opts: Options, tree: bases.BaseTree,
 	return run, results.write(run, outdir)
 
 
+class Terminated(KeyboardInterrupt):
+	"""SIGTERM (a CI runner or timeout(1) stopping the run), raised in
+	the main thread so that the same cleanup as for ^C runs: ops.stream
+	kills its child's process group (the guest's QEMU with it)."""
+
+
+def _on_sigterm(signum, frame):
+	raise Terminated()
+
+
+def error_log(exc: BaseException) -> Path:
+	"""Write the traceback of an unexpected exception; its path."""
+	stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+	d = paths.results_dir() / 'errors'
+	d.mkdir(parents=True, exist_ok=True)
+	path = d / f'{stamp}-{os.getpid()}.log'
+	path.write_text(f'$ {" ".join(shlex.quote(a) for a in sys.argv)}\n' +
+			''.join(traceback.format_exception(exc)))
+	return path
+
+
 def guarded(fn, *args, **kw) -> int:
-	"""Run a stage; turn the tools' errors into a message and exit 2."""
+	"""Run a stage; turn anything that is not a test result into a
+	message and exit 2.
+
+	Every task runs through here.  The tools' own errors say what to fix;
+	^C and SIGTERM stop the run (and its guest); any other exception (a
+	bug, a GitCommandError, a KeyError) is named in one line with its
+	traceback in a log file, never a status that looks like a test
+	failure.
+	"""
+	old = None
+	if threading.current_thread() is threading.main_thread():
+		old = signal.signal(signal.SIGTERM, _on_sigterm)
 	try:
 		rc = fn(*args, **kw)
 		return EXIT_OK if rc is None else rc
 	except PerfctrError as e:
 		print(f'perfctr: {e.kind}: {e}', file=sys.stderr)
 		return e.exit_code
+	except Terminated:
+		print('perfctr: terminated (SIGTERM); the guest, if any, was '
+		      'stopped with it', file=sys.stderr)
+		return EXIT_CANNOT_RUN
 	except KeyboardInterrupt:
 		print('perfctr: interrupted', file=sys.stderr)
 		return EXIT_CANNOT_RUN
 	except OSError as e:
-		if e.errno != errno.ENOSPC:
-			raise
-		print(f'perfctr: error: no space left on the device holding '
-		      f'{e.filename or "a file the tools were writing"}\n'
-		      f'  fix: free some space (or point PERFCTR_CACHE / '
-		      f'PERFCTR_RESULTS at a bigger disk) and run the same command '
-		      f'again: build directories are kept, make resumes',
-		      file=sys.stderr)
-		return EXIT_CANNOT_RUN
+		if e.errno == errno.ENOSPC:
+			print(f'perfctr: error: no space left on the device holding '
+			      f'{e.filename or "a file the tools were writing"}\n'
+			      f'  fix: free some space (or point PERFCTR_CACHE / '
+			      f'PERFCTR_RESULTS at a bigger disk) and run the same '
+			      f'command again: build directories are kept, make '
+			      f'resumes', file=sys.stderr)
+			return EXIT_CANNOT_RUN
+		return _unexpected(e)
+	except Exception as e:		# pylint: disable=broad-except
+		return _unexpected(e)
+	finally:
+		if old is not None:
+			signal.signal(signal.SIGTERM, old)
+
+
+def _unexpected(e: BaseException) -> int:
+	msg = str(e).strip() or '(no message)'
+	try:
+		where = f'traceback in {error_log(e)}'
+	except OSError:
+		where = 'traceback below'
+		traceback.print_exception(e, file=sys.stderr)
+	print(f'perfctr: internal error: {type(e).__name__}: {msg}\n'
+	      f'  the run could not be done; {where}', file=sys.stderr)
+	return EXIT_CANNOT_RUN

@@ -3,6 +3,9 @@
 
 import errno
 
+import git
+import pytest
+
 from pytools import kernel, pipeline
 from pytools.errors import EXIT_CANNOT_RUN, InfraError, UserError
 
@@ -34,15 +37,35 @@ def test_enospc_anywhere_in_a_task_is_exit_2_with_a_message(capsys):
 	assert 'run the same command again' in err
 
 
-def test_other_os_errors_are_not_swallowed():
+def test_other_os_errors_exit_2_with_the_traceback_in_a_log(capsys, tmp_path,
+							     monkeypatch):
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
+
 	def boom():
 		raise OSError(errno.EACCES, 'denied')
-	try:
-		pipeline.guarded(boom)
-	except OSError as e:
-		assert e.errno == errno.EACCES
-	else:
-		raise AssertionError('EACCES was swallowed')
+	assert pipeline.guarded(boom) == EXIT_CANNOT_RUN
+	err = capsys.readouterr().err
+	assert 'internal error: PermissionError' in err and 'denied' in err
+	log = next((tmp_path / 'errors').iterdir())
+	assert str(log) in err
+	assert 'Traceback' in log.read_text() and 'boom' in log.read_text()
+
+
+@pytest.mark.parametrize('exc', [
+	KeyError('no-such-base'),
+	RuntimeError('a bug'),
+	git.GitCommandError(['git', 'am'], 128, b'fatal: bad object'),
+])
+def test_any_unexpected_exception_exits_2_never_1(exc, capsys, tmp_path,
+						   monkeypatch):
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
+
+	def task():
+		raise exc
+	assert pipeline.guarded(task) == EXIT_CANNOT_RUN
+	err = capsys.readouterr().err
+	assert f'internal error: {type(exc).__name__}' in err
+	assert 'traceback in ' in err
 
 
 def test_cpu_model_for_an_arch_booted_by_virtme_ng_is_refused(capsys):
