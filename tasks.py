@@ -11,6 +11,7 @@ from pathlib import Path
 from invoke import Exit, task
 
 from pytools import pipeline
+from pytools.errors import UserError
 from pytools.ops import Ops, progress
 
 ARCH_HELP = {'arch': 'x86_64 (default); the arches are pytools/arches/*.py'}
@@ -26,11 +27,22 @@ COMMON_HELP = {
 
 def _opts(arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	  **kw) -> pipeline.Options:
-	if ref and not tree:
-		raise Exit('perfctr: --ref needs --tree (a Debian base is '
-			   'pinned by its package version)', code=2)
-	return pipeline.Options(arch=arch, base=base, tree=tree, ref=ref,
-				offline=offline, **kw)
+	"""The options, validated (a UserError, exit 2, before anything slow)."""
+	o = pipeline.Options(arch=arch, base=base, tree=tree, ref=ref,
+			     offline=offline, **kw)
+	pipeline.validate(o)
+	return o
+
+
+def _number(option: str, value, kind=float):
+	"""A number given on the command line, or a UserError naming it."""
+	try:
+		return kind(value)
+	except (TypeError, ValueError):
+		raise UserError(f'--{option} {value}: not a number',
+				f'give --{option} a number of '
+				f'{"seconds" if option == "timeout" else "jobs"}') \
+			from None
 
 
 def _finish(rc: int) -> None:
@@ -119,7 +131,9 @@ def rebase(c, onto='mainline', base=None, tree=None, ref=None, offline=False,
 			R.abort(dst)
 			print(f'rebase aborted; {dst_t.path} is back where it was')
 			return
-		r = R.resume(src, dst) if continue_ else R.start(src, dst)
+		again = _rebase_command(onto, base, tree, ref, offline)
+		r = R.resume(src, dst, again) if continue_ else \
+			R.start(src, dst, again)
 		print(r.range_diff)
 		for s in r.steps:
 			print(f'  {s.how:27} {s.patch}')
@@ -127,6 +141,21 @@ def rebase(c, onto='mainline', base=None, tree=None, ref=None, offline=False,
 		      f'written to {dst.patches}; range-diff and report in '
 		      f'{r.report}')
 	_finish(pipeline.guarded(run))
+
+
+def _rebase_command(onto, base, tree, ref, offline) -> str:
+	"""The inv rebase command with every option given, for a stop to
+	print with --continue or --abort."""
+	import shlex
+	argv = ['inv', 'rebase']
+	if not tree:
+		argv += ['--onto', onto]
+	for name, value in (('base', base), ('tree', tree), ('ref', ref)):
+		if value:
+			argv += [f'--{name}', value]
+	if offline:
+		argv.append('--offline')
+	return ' '.join(shlex.quote(a) for a in argv)
 
 
 @task(help=dict(COMMON_HELP, **ARCH_HELP, accel='auto (default), kvm or tcg',
@@ -138,11 +167,12 @@ def bench(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 		from pytools import bench as B
 		ops = Ops()
 		o = _opts(arch=arch, base=base, tree=tree, ref=ref,
-			  offline=offline)
+			  offline=offline, accel=accel,
+			  timeout=_number('timeout', timeout))
 		t = pipeline.resolve_base(o, ops)
 		pipeline.series_for(t).apply()
 		path = B.run(pipeline.build_request(o, t), t,
-			     None if accel == 'auto' else accel, float(timeout),
+			     None if accel == 'auto' else accel, o.timeout,
 			     ops)
 		import json
 		for m in json.loads(path.read_text())['metrics']:
@@ -171,7 +201,8 @@ def build(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	"""Apply if needed, then configure and build the kernel (incremental)."""
 	def run():
 		o = _opts(arch=arch, base=base, tree=tree, ref=ref,
-			  offline=offline, **({'jobs': jobs} if jobs else {}))
+			  offline=offline,
+			  **({'jobs': _number('jobs', jobs, int)} if jobs else {}))
 		ops = Ops()
 		t = pipeline.resolve_base(o, ops)
 		if not no_apply:
@@ -195,19 +226,30 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	  jobs=0, accel='auto', timeout=None, no_apply=False, debug=False,
 	  cpu=None):
 	"""The main job: base, apply, build, boot, test; prints the results path last."""
+	def run():
+		return pipeline.check(_check_opts(
+			arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+			jobs=jobs, accel=accel, timeout=timeout, no_apply=no_apply,
+			debug=debug, cpu=cpu), _argv())
+	_finish(pipeline.guarded(run))
+
+
+def _check_opts(arch, base, tree, ref, offline, jobs, accel, timeout,
+		no_apply, debug, cpu) -> pipeline.Options:
+	from pytools import arches
+	a = arches.get(arch)	# an unknown arch fails here, at once
 	extra = {}
 	if debug:
-		from pytools import arches
 		# KASAN, lockdep and kmemleak under TCG: the fuzzer makes about
 		# 800 calls a second there (26,000 on the plain kernel), so the
 		# debug run makes 10^5 of them, not the default 10^6.
 		# debug.config, then the arch's additions if it needs any
 		# (kconfigs/debug-<arch>.config).
 		per_arch = f'debug-{arch}.config'
-		frags = (*arches.get(arch).fragments, 'debug.config') + \
+		frags = (*a.fragments, 'debug.config') + \
 			((per_arch,) if (pipeline.paths.REPO / 'kconfigs' /
 					 per_arch).exists() else ())
-		calls = arches.get(arch).extra.get('debug_fuzz_calls', '100000')
+		calls = a.extra.get('debug_fuzz_calls', '100000')
 		extra = {'fragments': frags,
 			 'config_name': 'debug',
 			 'guest_env': (('PERFCTR_FUZZ_CALLS', calls),)}
@@ -215,10 +257,10 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	# boot, 341 s for the Python checks, kmemleak scans): 40 minutes.
 	if timeout is None:
 		timeout = 2400 if debug else 900
-	o = _opts(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
-		  accel=accel, timeout=float(timeout), apply=not no_apply, cpu=cpu,
-		  **extra, **({'jobs': jobs} if jobs else {}))
-	_finish(pipeline.guarded(pipeline.check, o, _argv()))
+	return _opts(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+		     accel=accel, timeout=_number('timeout', timeout),
+		     apply=not no_apply, cpu=cpu, **extra,
+		     **({'jobs': _number('jobs', jobs, int)} if jobs else {}))
 
 
 @task(help=dict(COMMON_HELP, **ARCH_HELP, accel='auto (default), kvm or tcg',
@@ -314,17 +356,19 @@ def bisect(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	def run():
 		from pytools import arches, bisect as B, kernel
 		ops = Ops()
+		# every arch named is known before anything is fetched or built
+		names = sorted(arches.known()) if arch == 'all' else \
+			[arches.get(arch).name]
 		o = _opts(base=base, tree=tree, ref=ref, offline=offline,
-			  **({'jobs': jobs} if jobs else {}))
+			  **({'jobs': _number('jobs', jobs, int)} if jobs else {}))
 		t = pipeline.resolve_base(o, ops)
 		s = pipeline.series_for(t)
 		s.apply()
-		names = sorted(arches.known()) if arch == 'all' else [arch]
 		bad = 0
 		for name in names:
 			ob = _opts(arch=name, base=base, tree=tree, ref=ref,
 				   offline=offline, config_name='bisect',
-				   **({'jobs': jobs} if jobs else {}))
+				   **({'jobs': o.jobs} if jobs else {}))
 			req = pipeline.build_request(ob, t)
 			r = B.run(s, req, ops,
 				  boot=_bisect_boot(ob, t, req, ops) if boot else None)

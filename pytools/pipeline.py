@@ -51,6 +51,33 @@ class Options:
 	kunit: bool = True
 
 
+ACCELS = ('auto', 'kvm', 'tcg')
+
+
+def validate(opts: Options) -> None:
+	"""Refuse bad options before anything slow (a base fetch, a build)
+	happens: a UserError naming the choices."""
+	arch = arches.get(opts.arch)
+	if opts.ref and not opts.tree:
+		raise UserError('--ref needs --tree (a Debian base is pinned by '
+				'its package version)',
+				'give --tree PATH with --ref, or drop --ref')
+	if opts.accel not in ACCELS:
+		raise UserError(f'--accel {opts.accel}: unknown accelerator',
+				f'use one of: {", ".join(ACCELS)}')
+	if not opts.timeout > 0:
+		raise UserError(f'--timeout {opts.timeout:g}: the guest needs '
+				'some time to run',
+				'give a number of seconds above 0 (default 900)')
+	if opts.jobs < 1:
+		raise UserError(f'--jobs {opts.jobs}: make needs at least one job',
+				'give --jobs 1 or more, or leave it out')
+	if opts.cpu and arch.boot != 'initramfs':
+		raise UserError(f'--cpu {opts.cpu}: {opts.arch} boots with '
+				'virtme-ng, which picks the CPU model itself',
+				'drop --cpu (it is for ppc64le: power9, power10)')
+
+
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
 	return bases.resolve(opts.base, opts.tree, opts.ref, ops, opts.offline)
 
@@ -164,10 +191,7 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	"""The main job: base, apply, build, test, report.  Returns exit code."""
 	ops = ops or Ops()
-	if opts.cpu and arches.get(opts.arch).boot != 'initramfs':
-		raise UserError(f'--cpu {opts.cpu}: {opts.arch} boots with '
-				'virtme-ng, which picks the CPU model itself',
-				'drop --cpu (it is for ppc64le: power9, power10)')
+	validate(opts)
 	stages: Dict[str, float] = {}
 	t = time.monotonic()
 	tree = resolve_base(opts, ops)

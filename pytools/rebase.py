@@ -66,10 +66,14 @@ def _save(dst: Series, state: dict) -> None:
 	_state_path(dst).write_text(json.dumps(state, indent=1))
 
 
-def start(src: Series, dst: Series) -> RebaseResult:
+def start(src: Series, dst: Series, command: str = 'inv rebase') -> \
+		RebaseResult:
+	"""Begin the port.  @command is the "inv rebase" command line as the
+	user gave it (every option, without --continue/--abort): a stop
+	prints it back with --continue and --abort, ready to paste."""
 	if _load(dst):
 		raise UserError(f'a rebase onto {dst.tree.path} is already under '
-				'way', 'inv rebase --continue, or inv rebase '
+				'way', f'{command} --continue, or {command} '
 				'--abort to drop it')
 	if src.tree.path == dst.tree.path:
 		raise UserError('the source and destination are the same tree',
@@ -96,26 +100,29 @@ def start(src: Series, dst: Series) -> RebaseResult:
 		 'source_tip': applied.tip,
 		 'patches': [str(p) for p in patches],
 		 'next': 0, 'head': dst.tree.commit, 'steps': [],
-		 'old_branch': old_branch or '', 'saved_branch': saved}
+		 'old_branch': old_branch or '', 'saved_branch': saved,
+		 'command': command}
 	_save(dst, state)
 	return _run(src, dst, state)
 
 
-def resume(src: Series, dst: Series) -> RebaseResult:
+def resume(src: Series, dst: Series, command: str = '') -> RebaseResult:
 	state = _load(dst)
 	if not state:
 		raise UserError(f'no rebase under way in {dst.tree.path}',
-				'start one with inv rebase --onto BASE')
+				f'start one with {command or "inv rebase --onto BASE"}')
+	command = command or state.get('command', 'inv rebase')
+	state['command'] = command
 	if dst._am_in_progress():
 		raise UserError('the conflicted patch is not finished yet',
 				f'in {dst.tree.path}: resolve, "git add" the files, '
-				'"git am --continue", then inv rebase --continue')
+				f'"git am --continue", then {command} --continue')
 	head = dst.repo.head.commit.hexsha
 	if head == state['head']:
 		raise UserError('the conflicted patch was not committed (git am '
 				'--skip or --abort?)',
-				'apply it again by hand and commit it, or inv '
-				'rebase --abort')
+				'apply it again by hand and commit it, or '
+				f'{command} --abort')
 	name = Path(state['patches'][state['next']]).name
 	state['steps'].append({'patch': name,
 			       'how': 'conflict, resolved by hand'})
@@ -166,8 +173,9 @@ def _run(src: Series, dst: Series, state: dict) -> RebaseResult:
 					f'{s["patch"][:4]} {s["how"]}'
 					for s in state['steps']),
 				f'in {dst.tree.path}: resolve the files, "git add" '
-				'them, "git am --continue", then "inv rebase --onto '
-				'... --continue"; or "inv rebase --onto ... --abort"'
+				'them, "git am --continue", then '
+				f'"{state.get("command", "inv rebase")} --continue"; '
+				f'or "{state.get("command", "inv rebase")} --abort"'
 				) from None
 		state['steps'].append({'patch': p.name, 'how': how})
 		state['next'] = i + 1

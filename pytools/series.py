@@ -63,6 +63,15 @@ def read_series(patches: Path) -> List[Path]:
 	return out
 
 
+def cover_base(tree) -> str:
+	"""The base as a cover letter names it: a package and version, or
+	for a developer's tree (--tree) what git describes and the commit,
+	never the tree's local path, which means nothing to a reader."""
+	if tree.name == 'tree':
+		return f'{tree.version} (commit {tree.commit[:12]}, {tree.ref})'
+	return f'{tree.origin} (commit {tree.commit[:12]}, {tree.ref})'
+
+
 def cover_description(patches: Path) -> str:
 	"""Subject and blurb of the cover letter, as a branch description."""
 	cover = patches / COVER
@@ -333,8 +342,7 @@ class Series:
 	def _fix_cover(self, cover: Path) -> None:
 		"""Name the exact base in the cover letter's blurb."""
 		text = cover.read_text()
-		line = (f'Base: {self.tree.origin} '
-			f'(commit {self.tree.commit[:12]}, {self.tree.ref})')
+		line = f'Base: {cover_base(self.tree)}'
 		if re.search(r'^Base: .*$', text, re.M):
 			text = re.sub(r'^Base: .*$', line, text, count=1,
 				      flags=re.M)

@@ -127,3 +127,47 @@ def test_same_tree_is_refused(kernel_repo, tmp_path, results):
 	src = _series(kernel_repo, tmp_path)
 	with pytest.raises(UserError, match='same tree'):
 		rebase.start(src, Series(_tree(kernel_repo), tmp_path / 'x'))
+
+
+def test_a_stop_prints_the_exact_command_to_continue_or_abort(
+		kernel_repo, tmp_path, results):
+	src = _series(kernel_repo, tmp_path)
+	mk = (kernel_repo / 'drivers' / 'Makefile').read_text()
+	dst_t = _newer(tmp_path, kernel_repo,
+		       mk.replace('obj-y += d10/\n', 'obj-y += d10/ other.o\n'))
+	dst = Series(dst_t, tmp_path / 'patches-mainline')
+	cmd = 'inv rebase --onto mainline --base lts --offline'
+	with pytest.raises(PatchConflict) as e:
+		rebase.start(src, dst, cmd)
+	assert f'"{cmd} --continue"' in e.value.hint
+	assert f'"{cmd} --abort"' in e.value.hint
+	assert '...' not in e.value.hint
+	# --continue without the options still names them (kept in the state)
+	with pytest.raises(UserError) as e:
+		rebase.resume(src, dst)
+	assert f'{cmd} --continue' in e.value.hint
+
+
+def test_the_rebase_task_gives_every_option_back():
+	import tasks
+	assert tasks._rebase_command('mainline', 'lts', None, None, True) == \
+		'inv rebase --onto mainline --base lts --offline'
+	assert tasks._rebase_command('mainline', None, '/src/my linux', 'v7.2',
+				     False) == \
+		"inv rebase --tree '/src/my linux' --ref v7.2"
+
+
+def test_a_cover_letter_onto_a_developer_tree_names_no_local_path(
+		kernel_repo, tmp_path, results):
+	src = _series(kernel_repo, tmp_path)
+	mk = (kernel_repo / 'drivers' / 'Makefile').read_text()
+	t = _newer(tmp_path, kernel_repo, 'obj-y += d00/\n' + mk)
+	dst_t = BaseTree(name='tree', path=t.path, ref='base', commit=t.commit,
+			 version='v10.0-rc1-3-gabcdef', origin=f'{t.path} base',
+			 patches='patches-mainline')
+	rebase.start(src, Series(dst_t, tmp_path / 'patches-mainline'))
+	cover = (tmp_path / 'patches-mainline' /
+		 '0000-cover-letter.patch').read_text()
+	base_line = next(l for l in cover.splitlines() if l.startswith('Base:'))
+	assert str(t.path) not in cover
+	assert base_line == f'Base: v10.0-rc1-3-gabcdef (commit {t.commit[:12]}, base)'
