@@ -121,6 +121,24 @@ def _read_system_sources() -> List[str]:
 	return texts
 
 
+def version_in_suite(policy: str, suite: str) -> Optional[str]:
+	"""The newest version apt-cache policy lists from @suite, or None.
+
+	The private sources list may carry several suites (bookworm and sid
+	at once); a base names one, and only that one's versions count.
+	"""
+	version = None
+	for line in policy.splitlines():
+		m = re.match(r'^\s{3,}(?:\*\*\* )?(\S+) -?\d+$', line)
+		if m:
+			version = m.group(1)
+			continue
+		m = re.match(r'^\s+-?\d+ \S+ ([^/\s]+)/\S+', line)
+		if m and version and m.group(1) == suite:
+			return version	# the table is newest first
+	return None
+
+
 class PackageFetcher:
 	"""apt-get with a private sources list, lists and cache."""
 
@@ -178,9 +196,9 @@ class PackageFetcher:
 		for n in names:
 			pol = self.ops.run(['apt-cache', *self._apt_opts(),
 					    'policy', n], check=False).output
-			m = re.search(r'Candidate:\s*(\S+)', pol)
-			if m and m.group(1) != '(none)':
-				out.append((n, m.group(1)))
+			version = version_in_suite(pol, suite)
+			if version:
+				out.append((n, version))
 		return out
 
 	def resolve(self, spec: BaseSpec) -> tuple:

@@ -4,6 +4,8 @@ import pytest
 from pytools import bases
 from pytools.errors import InfraError, UserError
 
+from conftest import DATA
+
 DEB822 = '''Types: deb
 URIs: http://mirror.example/debian
 Suites: bookworm bookworm-updates
@@ -86,16 +88,49 @@ def test_own_tree_errors(tmp_path, fake_ops, kernel_repo):
 	assert t.name == 'tree' and len(t.commit) == 40
 
 
+def _policy(*rows):
+	"""apt-cache policy output: (version, suite) rows, newest first."""
+	return (0, f'x:\n  Installed: (none)\n  Candidate: {rows[0][0]}\n'
+		'  Version table:\n' + ''.join(
+			f'     {v} 500\n        500 http://mirror/debian '
+			f'{s}/main amd64 Packages\n' for v, s in rows))
+
+
 def test_candidates_pick_the_newest_linux_source(fake_ops, tmp_path):
+	specs = bases.load_specs()
+	sid, lts = specs['mainline'].suite, specs['lts'].suite
 	ops = fake_ops(answers=[
 		('pkgnames', (0, 'linux-source-6.12\nlinux-source-7.2\n'
 			      'linux-source-7.10\nlinux-source\n')),
-		('policy linux-source-7.10', (0, 'Candidate: 7.10.1-1\n')),
-		('policy linux-source-7.2', (0, 'Candidate: 7.2.13-1\n')),
-		('policy linux-source-6.12', (0, 'Candidate: 6.12.117-1\n')),
+		('policy linux-source-7.10', _policy(('7.10.1-1', sid))),
+		('policy linux-source-7.2', _policy(('7.2.13-1', sid))),
+		('policy linux-source-6.12', _policy(('6.12.117-1', lts))),
 	])
 	f = bases.PackageFetcher(ops, tmp_path)
 	spec = bases.load_specs()['mainline']
 	assert f.resolve(spec) == ('linux-source-7.10', '7.10.1-1')
 	spec = bases.load_specs()['lts']
 	assert f.resolve(spec) == ('linux-source-6.12', '6.12.117-1')
+
+
+def test_candidates_honour_the_suite(fake_ops, tmp_path):
+	# Both suites in the private sources list: sid has a newer 6.12
+	# and a 7.2; a trixie base sees only trixie's 6.12.
+	ops = fake_ops(answers=[
+		('pkgnames', (0, 'linux-source-6.12\nlinux-source-7.2\n')),
+		('policy linux-source-7.2', _policy(('7.2.13-1', 'sid'))),
+		('policy linux-source-6.12', _policy(('6.12.120-1', 'sid'),
+						      ('6.12.117-1', 'trixie'))),
+	])
+	f = bases.PackageFetcher(ops, tmp_path)
+	assert f.candidates('linux-source-*', 'trixie') == \
+		[('linux-source-6.12', '6.12.117-1')]
+	assert f.candidates('linux-source-*', 'sid') == \
+		[('linux-source-6.12', '6.12.120-1'), ('linux-source-7.2', '7.2.13-1')]
+	assert f.candidates('linux-source-*', 'bookworm') == []
+
+
+def test_version_in_suite_reads_real_policy_output():
+	text = (DATA / 'apt-policy.txt').read_text()
+	assert bases.version_in_suite(text, 'trixie') == '6.12.117-1'
+	assert bases.version_in_suite(text, 'sid') is None
