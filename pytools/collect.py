@@ -177,13 +177,23 @@ def kernel_only(console: List[str]) -> List[str]:
 	return [l for l in console if _KLINE.match(l)]
 
 
-def kernel_log_case(lines: Iterable[str], source: str) -> TestCase:
+def kernel_log_case(lines: Iterable[str], source: str,
+		    complete: bool = True) -> TestCase:
+	"""The kernel log's verdict.  A log that is not @complete (the guest
+	never finished) can show a report, but its silence proves nothing:
+	then no report is a SKIP, never a PASS."""
+	lines = list(lines)
 	hits = kernel_reports(lines)
 	name = 'no WARN/BUG/Oops/panic/KASAN/lockdep/UBSAN reports'
 	if hits:
 		return TestCase('kernel-log', name, Status.FAIL,
 				f'{len(hits)} report(s) in {source}:\n' +
 				'\n---\n'.join(hits[:5]))
+	if not complete:
+		return TestCase('kernel-log', name, Status.SKIP,
+				'not checked: the guest never finished, so its '
+				f'kernel log is incomplete ({len(lines)} kernel '
+				f'lines in {source}, none of them a report)')
 	return TestCase('kernel-log', name, Status.PASS)
 
 
@@ -196,7 +206,11 @@ NO_USERSPACE_REASON = ('not at this point of the series: the system calls '
 
 def collect(outdir: Path, console_log: Path, tree: Path,
 	    expect_pytest: bool = True,
-	    userspace: bool = True, kunit: bool = True) -> List[TestCase]:
+	    userspace: bool = True, kunit: bool = True,
+	    stopped: str = '') -> List[TestCase]:
+	"""Every family's TestCases.  @stopped is why the tools killed the
+	guest, if they did (silence, timeout, a KVM error): it heads the
+	failure when the guest never finished."""
 	parser = load_kunit_parser(tree)
 	tests: List[TestCase] = []
 	dmesg = outdir / 'dmesg.txt'
@@ -205,12 +219,14 @@ def collect(outdir: Path, console_log: Path, tree: Path,
 	guest_json = outdir / 'guest.json'
 	if not guest_json.exists():
 		tail = '\n'.join(console[-40:])
+		why = f'killed: {stopped}' if stopped else \
+			'panic, hang or boot failure'
 		tests.append(TestCase('boot', 'guest ran the tests', Status.FAIL,
-				      'the guest never finished its test run '
-				      f'(panic, hang or boot failure); the end of '
-				      f'the console log:\n{tail}'))
+				      f'the guest never finished its test run '
+				      f'({why}); the end of the console log:\n'
+				      f'{tail}'))
 		tests.append(kernel_log_case(kernel_only(console),
-					     console_log.name))
+					     console_log.name, complete=False))
 		return tests
 	kernel_lines = dmesg.read_text(errors='replace').splitlines() \
 		if dmesg.exists() else console
