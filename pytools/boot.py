@@ -1,19 +1,31 @@
 # SPDX-License-Identifier: GPL-2.0
 """Boot a built kernel under QEMU (through virtme-ng) and run a command.
 
-The accelerator is chosen here and said out loud: KVM only when a probe
-shows it can really run a guest (this machine's /dev/kvm is PVM, on which a
-stock guest aborts QEMU at its first MSR write), TCG otherwise.
+The accelerator is chosen here and said out loud: KVM only when a guest of
+this arch is seen to run on it, TCG otherwise.  Machines differ in how their
+KVM fails (this project's hosts are nested PVM: on some QEMU aborts at the
+first MSR write, on others a vCPU starts, the guest runs a few seconds and
+then stops on a "KVM internal error ... emulation failure" with QEMU left
+alive), so creating a vCPU proves nothing: the probe boots the kernel to a
+marker under a short bound, and the real run under KVM is watched for the
+same errors, killed at once, and run again under TCG.  The verdict is
+cached per host; a cached "KVM works" only saves the probe, never the watch.
 """
 
+import datetime
 import enum
+import json
 import os
+import platform
+import re
 import shlex
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
+from . import paths
 from .arches import ArchParams
 from .errors import InfraError
 from .ops import Completed, Ops, progress
@@ -25,39 +37,174 @@ class Accel(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Attempt:
+	"""One try of an accelerator: a probe or a run, and how it went."""
+	accel: str		# kvm, tcg
+	what: str		# 'vcpu probe', 'boot probe', 'run', 'cache'
+	ok: bool
+	reason: str
+	seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class AccelChoice:
 	accel: Accel
 	reason: str
+	attempts: Tuple[Attempt, ...] = ()
 
 
-def choose_accel(arch: ArchParams, ops: Ops, host_arch: str = 'x86_64',
-		 want: Optional[str] = None) -> AccelChoice:
-	"""KVM if it can start a vCPU of this arch, else TCG; and why."""
+# What QEMU and the host say when KVM cannot run the guest.
+KVM_FAILURE = re.compile(
+	r'KVM internal error|emulation failure|kvm_buf_set_msrs|'
+	r'failed to set MSR|KVM: entry failed|KVM_RUN failed|kvm run failed|'
+	r'failed to initialize kvm|Could not access KVM kernel module|'
+	r'KVM_CREATE_VCPU failed|kvm_init_vcpu: ', re.I)
+KVM_FAILED = 'KVM failed'
+PROBE_MARK = 'perfctr-kvm-probe-ok'
+PROBE_TIMEOUT = 90.0
+PROBE_SILENCE = 30.0
+
+
+def kvm_failure(line: str) -> Optional[str]:
+	"""The reason, if this line of QEMU's output says KVM failed."""
+	if KVM_FAILURE.search(line):
+		return f'{KVM_FAILED}: {line.replace("(qemu)", "").strip()[:200]}'
+	return None
+
+
+def host_key(ops: Ops, qemu: str) -> str:
+	"""What a cached verdict is valid for: this host, kernel and QEMU."""
+	ver = ops.run([qemu, '--version'], check=False, timeout=30).output
+	ver = (ver.splitlines() or ['?'])[0].strip()
+	return f'{platform.node()} {platform.release()} {ver}'
+
+
+def _cache_file() -> Path:
+	return paths.cache_dir() / 'accel.json'
+
+
+def cached_verdict(key: str) -> Optional[dict]:
+	try:
+		return json.loads(_cache_file().read_text()).get(key)
+	except (OSError, ValueError):
+		return None
+
+
+def record_verdict(key: str, works: bool, reason: str) -> None:
+	path = _cache_file()
+	try:
+		data = json.loads(path.read_text()) if path.exists() else {}
+	except ValueError:
+		data = {}
+	data[key] = {'kvm_works': works, 'reason': reason,
+		     'when': datetime.datetime.now().isoformat(timespec='seconds')}
+	try:
+		path.parent.mkdir(parents=True, exist_ok=True)
+		path.write_text(json.dumps(data, indent=1) + '\n')
+	except OSError:
+		pass		# a cache, nothing more
+
+
+def _vcpu_probe(qemu: str, ops: Ops) -> Tuple[bool, str]:
+	"""Can QEMU create a paused vCPU (catches the MSR abort cheaply)?"""
+	res = ops.run(['sh', '-c', f'echo quit | {qemu} -accel kvm -M q35 '
+		       '-cpu host -display none -nodefaults -S -monitor stdio'],
+		      check=False, timeout=30)
+	if res.returncode == 0 and not res.timed_out:
+		return True, 'a vCPU was created'
+	lines = [l for l in res.output.splitlines()
+		 if 'error' in l.lower() or 'failed' in l.lower()]
+	why = lines[0].replace('(qemu)', '').strip() if lines else \
+		f'exit status {res.returncode}'
+	return False, why
+
+
+def probe_boot(arch: ArchParams, image: Path, log: Path,
+	       ops: Ops) -> Tuple[bool, str, float]:
+	"""Boot @image under KVM to a marker; (ran, why, seconds)."""
+	req = BootRequest(arch=arch, image=image, command=f'echo {PROBE_MARK}',
+			  accel=AccelChoice(Accel.KVM, 'probe'), rwdirs=(),
+			  log=log, timeout=PROBE_TIMEOUT,
+			  idle_timeout=PROBE_SILENCE, append=())
+	seen = []
+
+	def watch(line: str) -> Optional[str]:
+		if PROBE_MARK in line and 'echo' not in line:
+			seen.append(line)
+		return kvm_failure(line)
+	done = boot(req, ops, watch=watch, announce=False)
+	if done.stopped:
+		return False, done.stopped, done.duration
+	if not seen:
+		return False, (f'the probe guest never printed its marker (exit '
+			       f'status {done.returncode}; log {log})'), \
+			done.duration
+	return True, f'a guest booted to its marker in {done.duration:.0f} s', \
+		done.duration
+
+
+def choose_accel(arch: ArchParams, ops: Ops, host_arch: str = '',
+		 want: Optional[str] = None, image: Optional[Path] = None,
+		 probe_log: Optional[Path] = None) -> AccelChoice:
+	"""KVM if a guest of this arch runs on it here, else TCG; and why.
+
+	With @image the probe boots it to a marker (the only proof that
+	counts); without, creating a vCPU is all that is tried.
+	"""
+	host_arch = host_arch or platform.machine()
 	if want == 'tcg':
 		return AccelChoice(Accel.TCG, 'asked for with --accel tcg')
 	if arch.name != host_arch:
 		return AccelChoice(Accel.TCG, f'{arch.name} guest on a '
 				   f'{host_arch} host')
 	if not Path('/dev/kvm').exists():
-		return AccelChoice(Accel.TCG, '/dev/kvm does not exist')
+		return _no_kvm(want, '/dev/kvm does not exist')
 	qemu = ops.require(arch.qemu_binary, arch.qemu_package)
-	# Creating the machine puts the vCPU's registers, MSRs included: the
-	# step that fails on PVM.  -S stops before the guest runs; the
-	# monitor's "quit" ends a working probe at once.
-	res = ops.run(['sh', '-c', f'echo quit | {qemu} -accel kvm -M q35 '
-		       '-cpu host -display none -nodefaults -S -monitor stdio'],
-		      check=False, timeout=30)
-	if res.returncode == 0 and not res.timed_out:
-		if want == 'kvm' or want is None:
-			return AccelChoice(Accel.KVM, 'KVM probe started a vCPU')
-	lines = [l for l in res.output.splitlines()
-		 if 'error' in l.lower() or 'failed' in l.lower()]
-	why = lines[0].replace('(qemu)', '').strip() if lines else \
-		f'exit status {res.returncode}'
+	key = host_key(ops, qemu)
+	cached = cached_verdict(key)
+	if cached and not cached['kvm_works'] and want != 'kvm':
+		a = Attempt('kvm', 'cache', False, cached['reason'])
+		return AccelChoice(Accel.TCG, f'KVM failed on this host before '
+				   f'({cached["reason"]}; cached in '
+				   f'{_cache_file()}: delete it to probe again)',
+				   (a,))
+	t = time.monotonic()
+	ok, why = _vcpu_probe(qemu, ops)
+	attempts = [Attempt('kvm', 'vcpu probe', ok, why,
+			    round(time.monotonic() - t, 1))]
+	if not ok:
+		record_verdict(key, False, why)
+		return _no_kvm(want, why, attempts)
+	if image is None or arch.boot != 'vng':
+		return AccelChoice(Accel.KVM, 'KVM probe started a vCPU; the run '
+				   'is watched for KVM errors', tuple(attempts))
+	if cached and cached['kvm_works']:
+		attempts.append(Attempt('kvm', 'cache', True, cached['reason']))
+		return AccelChoice(Accel.KVM, f'a KVM guest ran on this host '
+				   f'before ({cached["reason"]}); the run is '
+				   'watched for KVM errors', tuple(attempts))
+	progress('accel: proving KVM by booting the kernel to a marker '
+		 f'(at most {PROBE_TIMEOUT:.0f} s)')
+	log = probe_log or image.parent / 'kvm-probe.log'
+	ok, why, secs = probe_boot(arch, image, log, ops)
+	attempts.append(Attempt('kvm', 'boot probe', ok, why, round(secs, 1)))
+	record_verdict(key, ok, why)
+	if not ok:
+		return _no_kvm(want, why, attempts)
+	return AccelChoice(Accel.KVM, f'KVM probe: {why}', tuple(attempts))
+
+
+def _no_kvm(want: Optional[str], why: str,
+	    attempts: Sequence[Attempt] = ()) -> AccelChoice:
 	if want == 'kvm':
 		raise InfraError(f'--accel kvm asked for, but KVM cannot run a '
 				 f'guest here: {why}', 'use --accel tcg or auto')
-	return AccelChoice(Accel.TCG, f'KVM cannot run a guest here ({why})')
+	return AccelChoice(Accel.TCG, f'KVM cannot run a guest here ({why})',
+			   tuple(attempts))
+
+
+def attempts_json(attempts: Sequence[Attempt]) -> List[dict]:
+	return [asdict(a) for a in attempts]
 
 
 @dataclass(frozen=True)
@@ -69,6 +216,8 @@ class BootRequest:
 	rwdirs: Sequence[Path]
 	log: Path
 	timeout: float
+	# seconds without a console line before the guest counts as stopped
+	idle_timeout: Optional[float] = None
 	cpus: int = 2
 	memory: str = '2G'
 	# KUnit suites run at boot on every base: 7.x allnoconfig turns
@@ -90,8 +239,16 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 	return argv
 
 
-def boot(req: BootRequest, ops: Ops) -> Completed:
-	"""Boot, run the command, power off; never outlive the timeout."""
+def boot(req: BootRequest, ops: Ops,
+	 watch: Optional[Callable[[str], Optional[str]]] = None,
+	 on_quiet: Optional[Callable[[float, str], None]] = None,
+	 announce: bool = True) -> Completed:
+	"""Boot, run the command, power off; never outlive the timeout nor
+	a silence longer than req.idle_timeout.
+
+	@watch sees every console line and may stop the guest by returning
+	a reason; without one, a KVM guest is still watched for KVM errors.
+	"""
 	# vng lives in the same virtualenv as the tools, on PATH or not
 	here = Path(sys.executable).parent / 'vng'
 	vng = str(here) if here.exists() else ops.which('vng')
@@ -100,11 +257,18 @@ def boot(req: BootRequest, ops: Ops) -> Completed:
 				 'run ./bootstrap, which installs it in .venv')
 	ops.require(req.arch.qemu_binary, req.arch.qemu_package)
 	argv = vng_argv(req, vng)
-	progress(f'boot: {req.arch.name} under {req.accel.accel.value.upper()}'
-		 f' ({req.accel.reason}); console log: {req.log}')
+	if announce:
+		progress(f'boot: {req.arch.name} under '
+			 f'{req.accel.accel.value.upper()} ({req.accel.reason}); '
+			 f'console log: {req.log}')
+		progress(f'boot: the same by hand: {reproducer(argv)}')
+	if watch is None and req.accel.accel is Accel.KVM:
+		watch = kvm_failure
 	# vng runs virtme-run from PATH: its own bin directory must be on it
 	path = f'{Path(vng).parent}:{os.environ.get("PATH", "")}'
-	return ops.stream(argv, req.log, timeout=req.timeout, env={'PATH': path})
+	return ops.stream(argv, req.log, timeout=req.timeout, env={'PATH': path},
+			  on_line=watch, idle_timeout=req.idle_timeout,
+			  on_quiet=on_quiet)
 
 
 def reproducer(argv: Sequence[str]) -> str:

@@ -10,8 +10,11 @@ ABI checks, so the guest needs no more than the host's root filesystem.
 import argparse
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,21 +58,62 @@ def kmemleak_report(out: Path) -> None:
 		out.write_text(f'# perfctr: cannot read {KMEMLEAK}: {e}\n')
 
 
-def _run(argv, out: Path, timeout: int, env=None) -> dict:
+MARK = '### perfctr-guest'
+ALIVE_EVERY = 30
+# Lines of a test's output worth showing on the console as they come: the
+# host prints each failing test as it fails (pytools/watch.py).
+_SHOW = re.compile(r'^\s*not ok \d+|^\S+::\S+ (FAILED|ERROR)\b')
+
+
+def _kill_group(proc) -> None:
+	try:
+		os.killpg(proc.pid, signal.SIGKILL)
+	except ProcessLookupError:
+		pass
+
+
+def say(text: str) -> None:
+	print(f'{MARK} {text}', flush=True)
+
+
+def _run(argv, out: Path, timeout: int, env=None, family: str = 'run',
+	 name: str = '') -> dict:
+	"""Run one test program, its output to @out; on the console, markers
+	for its start and end, a line every ALIVE_EVERY seconds while it
+	runs (the host's silence bound counts on them), and its failures."""
+	name = name or Path(argv[0]).name
 	start = time.monotonic()
+	say(f'start {family} {name}')
+	done = threading.Event()
+
+	def alive():
+		while not done.wait(ALIVE_EVERY):
+			say(f'alive {family} {name} '
+			    f'{time.monotonic() - start:.0f}')
+	threading.Thread(target=alive, daemon=True).start()
+	rc = 'cannot-run'
 	with open(out, 'w') as f:
 		try:
-			proc = subprocess.run(argv, stdout=f,
-					      stderr=subprocess.STDOUT,
-					      timeout=timeout,
-					      env=dict(os.environ, **(env or {})))
-			rc = proc.returncode
-		except subprocess.TimeoutExpired:
-			f.write(f'\n# perfctr: killed after {timeout} s\n')
-			rc = 'timeout'
+			proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+						stderr=subprocess.STDOUT,
+						text=True, errors='replace',
+						env=dict(os.environ, **(env or {})),
+						start_new_session=True)
+			killer = threading.Timer(timeout, _kill_group, (proc,))
+			killer.start()
+			for line in proc.stdout:
+				f.write(line)
+				if _SHOW.match(line):
+					print(line.rstrip(), flush=True)
+			rc = proc.wait()
+			killer.cancel()
+			if rc == -9 and time.monotonic() - start >= timeout:
+				f.write(f'\n# perfctr: killed after {timeout} s\n')
+				rc = 'timeout'
 		except OSError as e:
 			f.write(f'\n# perfctr: cannot run {argv[0]}: {e}\n')
-			rc = 'cannot-run'
+	done.set()
+	say(f'end {family} {name} {rc}')
 	return {'argv': argv, 'rc': rc, 'output': out.name,
 		'seconds': round(time.monotonic() - start, 3)}
 
@@ -99,7 +143,8 @@ def main(argv=None) -> int:
 			   prog.name.endswith('_test'):
 				runs[prog.name] = _run([str(prog)],
 						       out / f'kselftest-{prog.name}.tap',
-						       KSELFTEST_TIMEOUT, test_env)
+						       KSELFTEST_TIMEOUT, test_env,
+						       'kselftest')
 		summary['families']['kselftest'] = runs
 
 	if args.pytest:
@@ -107,14 +152,15 @@ def main(argv=None) -> int:
 		       'PYTHONDONTWRITEBYTECODE': '1'}
 		summary['families']['pytest'] = _run(
 			[sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider',
-			 '-q', '-rs', f'--junitxml={out / "pytest.xml"}',
+			 '-v', '-rs', f'--junitxml={out / "pytest.xml"}',
 			 str(args.pytest)],
-			out / 'pytest.log', PYTEST_TIMEOUT, env)
+			out / 'pytest.log', PYTEST_TIMEOUT, env, 'pytest',
+			'abi_checks')
 
 	if kmemleak:
 		kmemleak_report(out / 'kmemleak.txt')
 	# Last, so that anything the tests made the kernel say is in it.
-	_run(['dmesg'], out / 'dmesg.txt', 60)
+	_run(['dmesg'], out / 'dmesg.txt', 60, family='collect')
 	(out / 'guest.json').write_text(json.dumps(summary, indent=1))
 	return 0
 

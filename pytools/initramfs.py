@@ -11,6 +11,7 @@ collect.py reads both the same way.
 
 import os
 import re
+import shlex
 import stat
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -82,9 +83,15 @@ def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 		(f' {guest_env}' if guest_env else '')]
 
 
-def boot(argv: List[str], log: Path, timeout: float, ops: Ops) -> Completed:
-	progress(f'boot: {" ".join(argv[:5])} ... (console log: {log})')
-	return ops.stream(argv, log, timeout=timeout)
+def boot(argv: List[str], log: Path, timeout: float, ops: Ops,
+	 idle_timeout: Optional[float] = None, watch=None) -> Completed:
+	"""Boot; @watch (a watch.GuestWatch) hears every console line and
+	every quiet period, and may stop the guest (a KVM error)."""
+	progress(f'boot: console log: {log}; the same by hand: '
+		 f'{" ".join(shlex.quote(a) for a in argv)}')
+	return ops.stream(argv, log, timeout=timeout, idle_timeout=idle_timeout,
+			  on_line=watch.on_line if watch else None,
+			  on_quiet=watch.on_quiet if watch else None)
 
 
 def split_console(text: str, outdir: Path) -> Dict[str, int]:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from . import arches, bases, boot, collect, initramfs, kernel, paths, qemu, \
-	results
+	results, watch
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
-	PerfctrError, UserError
+	InfraError, PerfctrError, UserError
 from .ops import Ops, progress
 from .series import Series
 
@@ -113,9 +113,11 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	t0 = time.monotonic()
 	ksel = kernel.build_selftests(req, ops) if opts.userspace else None
 	run.durations['selftests_build'] = round(time.monotonic() - t0, 1)
-	accel = boot.choose_accel(req.arch, ops,
-				  want=None if opts.accel == 'auto' else opts.accel)
-	run.accelerator = {'accel': accel.accel.value, 'reason': accel.reason}
+	want = None if opts.accel == 'auto' else opts.accel
+	accel = boot.choose_accel(req.arch, ops, want=want,
+				  image=build.image if req.arch.boot == 'vng'
+				  else None, probe_log=outdir / 'kvm-probe.log')
+	_record_accel(run, accel)
 	guest_out = outdir / 'guest'
 	guest_out.mkdir(exist_ok=True)
 	if req.arch.boot == 'initramfs':
@@ -132,21 +134,80 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 		if opts.userspace else '') +
 	       ''.join(f' --env {shlex.quote(f"{k}={v}")}'
 		       for k, v in opts.guest_env))
-	breq = boot.BootRequest(arch=req.arch, image=build.image, command=cmd,
-				accel=accel, rwdirs=(guest_out,),
-				log=outdir / 'console.log', timeout=opts.timeout)
+	silence = req.arch.silence_for(opts.config_name)
 	t0 = time.monotonic()
-	done = boot.boot(breq, ops)
+	while True:
+		breq = boot.BootRequest(arch=req.arch, image=build.image,
+					command=cmd, accel=accel,
+					rwdirs=(guest_out,),
+					log=outdir / 'console.log',
+					timeout=opts.timeout, idle_timeout=silence)
+		w = watch.GuestWatch(progress, kvm=accel.accel is boot.Accel.KVM)
+		done = boot.boot(breq, ops, watch=w.on_line, on_quiet=w.on_quiet)
+		if not done.stopped.startswith(boot.KVM_FAILED):
+			break
+		accel = _kvm_failed_at_run(run, accel, done, breq.log, want, ops)
+		shutil.rmtree(guest_out)
+		guest_out.mkdir()
 	run.durations['boot_and_test'] = round(time.monotonic() - t0, 1)
 	run.logs['console'] = str(breq.log)
 	run.logs['guest'] = str(guest_out)
-	if done.timed_out:
-		run.problems.append(f'the guest did not finish within '
-				    f'{opts.timeout:.0f} s and was killed '
-				    f'(console: {breq.log})')
+	run.logs['boot_command'] = boot.reproducer(boot.vng_argv(breq, 'vng'))
+	_stopped_problem(run, done, opts.timeout, breq.log)
 	run.tests = collect.collect(guest_out, breq.log, tree.path,
-				    userspace=opts.userspace, kunit=opts.kunit)
+				    userspace=opts.userspace, kunit=opts.kunit,
+				    stopped=done.stopped)
 	run.command = run.command or ''
+
+
+def _record_accel(run: results.RunResult, accel: boot.AccelChoice) -> None:
+	run.accelerator = {'accel': accel.accel.value, 'reason': accel.reason}
+	run.accel_attempts = boot.attempts_json(accel.attempts)
+
+
+def _kvm_failed_at_run(run: results.RunResult, accel: boot.AccelChoice,
+		       done, log: Path, want: Optional[str],
+		       ops: Ops) -> boot.AccelChoice:
+	"""KVM failed in the middle of the real run: keep its console, say
+	so, and go on under TCG (or stop, if --accel kvm was asked for)."""
+	kept = log.with_name('console-kvm.log')
+	log.replace(kept)
+	run.logs['console_kvm'] = str(kept)
+	attempt = boot.Attempt('kvm', 'run', False, done.stopped,
+			       round(done.duration, 1))
+	qemu = ops.which(run_arch_qemu(run)) or run_arch_qemu(run)
+	boot.record_verdict(boot.host_key(ops, qemu), False, done.stopped)
+	if want == 'kvm':
+		raise InfraError(f'--accel kvm asked for, but {done.stopped} '
+				 f'(console: {kept})', 'use --accel tcg or auto')
+	progress(f'boot: {done.stopped}; QEMU killed, running again under TCG')
+	new = boot.AccelChoice(
+		boot.Accel.TCG, f'KVM failed during the run ({done.stopped})',
+		(*accel.attempts, attempt))
+	_record_accel(run, new)
+	return new
+
+
+def run_arch_qemu(run: results.RunResult) -> str:
+	return arches.get(run.arch).qemu_binary
+
+
+def _stopped_problem(run: results.RunResult, done, timeout: float,
+		     log: Path) -> None:
+	"""A guest the tools had to kill is a problem of the run, said with
+	the reason and the last lines of its console."""
+	if not done.stopped:
+		return
+	tail = [l for l in done.output.splitlines() if l.strip()][-5:]
+	last = ''.join(f'\n    | {l[:160]}' for l in tail)
+	if done.timed_out:
+		what = (f'the guest did not finish within {timeout:.0f} s and '
+			'was killed')
+	elif done.silent:
+		what = f'the guest stopped talking and was killed: {done.stopped}'
+	else:
+		what = f'the guest was killed: {done.stopped}'
+	run.problems.append(f'{what} (console: {log}); its last lines:{last}')
 
 
 NO_PYTHON_REASON = (
@@ -169,19 +230,19 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 				   cpu=opts.cpu, env=opts.guest_env)
 	log = outdir / 'console.log'
 	t0 = time.monotonic()
-	done = initramfs.boot(argv, log, opts.timeout, ops)
+	w = watch.GuestWatch(progress, kvm=accel.accel is boot.Accel.KVM)
+	done = initramfs.boot(argv, log, opts.timeout, ops,
+			      idle_timeout=req.arch.silence_for(opts.config_name),
+			      watch=w)
 	run.durations['boot_and_test'] = round(time.monotonic() - t0, 1)
 	run.logs['console'] = str(log)
 	run.logs['guest'] = str(guest_out)
-	run.logs['qemu'] = ' '.join(argv)
-	if done.timed_out:
-		run.problems.append(f'the guest did not finish within '
-				    f'{opts.timeout:.0f} s and was killed '
-				    f'(console: {log})')
+	run.logs['qemu'] = boot.reproducer(argv)
+	_stopped_problem(run, done, opts.timeout, log)
 	initramfs.split_console(log.read_text(errors='replace'), guest_out)
 	run.tests = collect.collect(guest_out, log, tree.path,
 				    expect_pytest=False, userspace=opts.userspace,
-				    kunit=opts.kunit)
+				    kunit=opts.kunit, stopped=done.stopped)
 	if opts.userspace:
 		run.tests.append(results.TestCase(
 			'pytest', 'python ABI checks', results.Status.SKIP,

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 
 class Status(enum.Enum):
@@ -29,6 +29,8 @@ class RunResult:
 	arch: str
 	base: Dict[str, str]
 	accelerator: Dict[str, str] = field(default_factory=dict)
+	# every probe and run of an accelerator, in order (boot.Attempt)
+	accel_attempts: List[Dict[str, Any]] = field(default_factory=list)
 	qemu: Dict[str, str] = field(default_factory=dict)
 	kernel_release: str = ''
 	config_fragments: List[str] = field(default_factory=list)
@@ -98,6 +100,12 @@ def summary(run: RunResult) -> str:
 	lines = [f'perfctr {run.arch} on {run.base.get("origin", "?")} '
 		 f'(kernel {run.kernel_release or "?"}, '
 		 f'{run.accelerator.get("accel", "?")})']
+	kvm_failed = [a for a in run.accel_attempts
+		      if a.get('accel') == 'kvm' and not a.get('ok')]
+	if kvm_failed and run.accelerator.get('accel') == 'tcg':
+		a = kvm_failed[-1]
+		lines.append(f'  KVM failed ({a.get("what")}): {a.get("reason")}; '
+			     'ran under TCG')
 	if run.qemu.get('origin', 'system') != 'system':
 		lines.append(f'  qemu {run.qemu.get("version")} from '
 			     f'{run.qemu["origin"]}: {run.qemu.get("reason")}')

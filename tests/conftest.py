@@ -101,3 +101,12 @@ def kernel_repo(tmp_path):
 		 'GIT_COMMITTER_DATE': '2000-01-01T00:00:00Z'})
 	git(d, 'tag', 'base/linux-source-9.9/9.9.1-1')
 	return d
+
+
+@pytest.fixture(autouse=True)
+def private_cache(request, tmp_path_factory, monkeypatch):
+	"""No unit test reads or writes the real cache (the accelerator
+	verdict lives there); the end-to-end runs use the real one."""
+	if request.node.get_closest_marker('e2e') is None:
+		monkeypatch.setenv('PERFCTR_CACHE',
+				   str(tmp_path_factory.mktemp('cache')))

@@ -85,3 +85,87 @@ def test_real_stream_kills_a_hung_command(tmp_path):
 	assert res.timed_out
 	assert 'start' in (tmp_path / 'log').read_text()
 	assert 'killed after' in (tmp_path / 'log').read_text()
+
+
+# What this project's nested-PVM hosts print when the guest dies under KVM
+# (QEMU stays alive with the VM paused).
+KVM_INTERNAL = ('[    2.104551] smp: Bringing up secondary CPUs ...\n'
+		'KVM internal error. Suberror: 1\n'
+		'extra data[0]: 0x0000000000000000\n'
+		'emulation failure\n'
+		'RAX=0000000000000000 RBX=ffff888003c35e00\n')
+
+
+def _probe_ops(fake_ops, console):
+	return fake_ops(answers=[('-accel kvm', (0, '')),
+				 ('--version', (0, 'QEMU emulator version 7.2.22\n')),
+				 ('vng', console)])
+
+
+def test_kvm_that_starts_a_vcpu_but_cannot_run_the_guest_is_refused(
+		fake_ops, with_kvm, tmp_path):
+	ops = _probe_ops(fake_ops, (0, KVM_INTERNAL))
+	c = boot.choose_accel(X86, ops, image=tmp_path / 'bzImage',
+			      probe_log=tmp_path / 'probe.log')
+	assert c.accel is boot.Accel.TCG
+	assert 'KVM internal error' in c.reason
+	assert [(a.what, a.ok) for a in c.attempts] == [('vcpu probe', True),
+						       ('boot probe', False)]
+	# the probe booted the real kernel, under KVM, with a short bound
+	probe = ops.streams[0]
+	assert '--disable-kvm' not in probe['argv']
+	assert probe['timeout'] <= 120 and probe['idle_timeout'] <= 60
+	# the probe stopped at the error: nothing after it was read
+	assert 'RAX=' not in (tmp_path / 'probe.log').read_text()
+
+
+def test_the_verdict_is_cached_per_host(fake_ops, with_kvm, tmp_path):
+	boot.choose_accel(X86, _probe_ops(fake_ops, (0, KVM_INTERNAL)),
+			  image=tmp_path / 'bzImage')
+	ops = _probe_ops(fake_ops, (0, KVM_INTERNAL))
+	c = boot.choose_accel(X86, ops, image=tmp_path / 'bzImage')
+	assert c.accel is boot.Accel.TCG and 'before' in c.reason
+	assert ops.streams == [], 'a cached failure probes again'
+
+
+def test_a_guest_that_reaches_the_marker_proves_kvm(fake_ops, with_kvm,
+						    tmp_path):
+	ops = _probe_ops(fake_ops, (0, f'$ vng ... --exec echo {boot.PROBE_MARK}\n'
+				   f'[    0.5] booting\n{boot.PROBE_MARK}\n'))
+	c = boot.choose_accel(X86, ops, image=tmp_path / 'bzImage')
+	assert c.accel is boot.Accel.KVM and 'marker' in c.reason
+	# cached "works" saves the probe but not the watch on the real run
+	ops = _probe_ops(fake_ops, (0, ''))
+	c = boot.choose_accel(X86, ops, image=tmp_path / 'bzImage')
+	assert c.accel is boot.Accel.KVM and 'watched' in c.reason
+	assert ops.streams == []
+
+
+def test_a_silent_probe_guest_is_not_kvm(fake_ops, with_kvm, tmp_path):
+	c = boot.choose_accel(X86, _probe_ops(fake_ops, ('silent', 'booting\n')),
+			      image=tmp_path / 'bzImage')
+	assert c.accel is boot.Accel.TCG and 'no output for' in c.reason
+
+
+def test_a_kvm_guest_is_watched_even_without_a_watch(fake_ops, tmp_path):
+	ops = fake_ops(answers=[('vng', (0, KVM_INTERNAL))])
+	req = boot.BootRequest(
+		arch=X86, image=tmp_path / 'bzImage', command='true',
+		accel=boot.AccelChoice(boot.Accel.KVM, 'test'),
+		rwdirs=(), log=tmp_path / 'log', timeout=900, idle_timeout=120)
+	done = boot.boot(req, ops)
+	assert done.stopped.startswith(boot.KVM_FAILED)
+	assert 'KVM internal error. Suberror: 1' in done.stopped
+
+
+def test_boot_prints_the_command_that_reproduces_it(fake_ops, tmp_path,
+						     capsys):
+	req = boot.BootRequest(
+		arch=X86, image=tmp_path / 'bz Image', command='echo hi',
+		accel=boot.AccelChoice(boot.Accel.TCG, 'test'),
+		rwdirs=(), log=tmp_path / 'log', timeout=10)
+	boot.boot(req, fake_ops())
+	err = capsys.readouterr().err
+	assert "the same by hand: /usr/bin/vng --run '" in err or \
+		"the same by hand: " in err and "'echo hi'" in err
+	assert f"'{tmp_path / 'bz Image'}'" in err

@@ -27,6 +27,14 @@ class ArchParams:
 	unistd_header: str		# installed header with __NR_ numbers
 	boot: str = 'vng'		# how the guest is booted
 	extra: Dict[str, str] = field(default_factory=dict)
+	# Seconds the guest may print nothing on its console before it is
+	# taken for stopped and killed, by config name ('default' for the
+	# rest): the debug kernel is much slower, and emulated POWER is.
+	silence: Dict[str, float] = field(
+		default_factory=lambda: {'default': 120.0})
+
+	def silence_for(self, config_name: str) -> float:
+		return self.silence.get(config_name, self.silence['default'])
 
 
 def known() -> Dict[str, ArchParams]:

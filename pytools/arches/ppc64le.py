@@ -13,6 +13,9 @@ ARCH = ArchParams(
 	qemu_package='qemu-system-ppc',
 	unistd_header='usr/include/asm/unistd_64.h',
 	boot='initramfs',
+	# /init prints each test's output as it comes but no heartbeat; a
+	# test may run 300 s (its bound in guest_init/init.c) quietly.
+	silence={'default': 360.0, 'debug': 900.0},
 	extra={'machine': 'pseries', 'cpu': 'power9', 'console': 'hvc0',
 	       # QEMU raises the pseries PMU's overflow interrupt from 8.1
 	       'qemu_min': '8.1',

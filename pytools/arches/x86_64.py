@@ -12,4 +12,8 @@ ARCH = ArchParams(
 	qemu_binary='qemu-system-x86_64',
 	qemu_package='qemu-system-x86',
 	unistd_header='usr/include/asm/unistd_64.h',
+	# The in-guest runner prints a line every 30 s while a test runs;
+	# the debug kernel boots for 160 s under TCG, KASAN and lockdep
+	# printing little, and kmemleak scans take minutes.
+	silence={'default': 120.0, 'debug': 600.0},
 )

@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The guest phase of the main job, with the fake Ops: the accelerator's
+fallback, the silence bound and the progress lines."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytools import arches, boot, kernel, pipeline, results
+from pytools.bases import BaseTree
+
+from test_boot import KVM_INTERNAL
+
+X86 = arches.get('x86_64')
+
+
+@pytest.fixture
+def with_kvm(monkeypatch):
+	real = Path.exists
+	monkeypatch.setattr(Path, 'exists', lambda p: True if str(p) ==
+			    '/dev/kvm' else real(p))
+
+
+@pytest.fixture
+def guest_run(tmp_path, monkeypatch):
+	"""test_and_report on a stand-in build, results under tmp_path."""
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path / 'results'))
+	tree = BaseTree(name='lts', path=tmp_path / 'linux', ref='base',
+			commit='0' * 40, version='6.12', origin='linux-source-6.12 6.12',
+			patches='patches')
+	bdir = tmp_path / 'build'
+	req = kernel.BuildRequest(tree=tree, arch=X86, fragments=(),
+				  build_dir=bdir, jobs=2)
+	build = kernel.BuildResult(image=bdir / 'bzImage', build_dir=bdir,
+				   log=bdir / 'build.log', config_seconds=0,
+				   build_seconds=0, configured=False,
+				   release='6.12.0-perfctr')
+
+	def run(ops, **kw):
+		opts = pipeline.Options(userspace=False, **kw)
+		return pipeline.test_and_report(opts, tree, build, req, 'tip', {},
+						['inv', 'check'], ops)
+	return run
+
+
+def _console(argv):
+	"""KVM dies once the tests start; the probe's tiny guest gets through;
+	TCG runs to the end."""
+	joined = ' '.join(argv)
+	if boot.PROBE_MARK in joined:
+		return (0, f'[    0.4] Run /init\n{boot.PROBE_MARK}\n')
+	if '--disable-kvm' in argv:
+		return (0, '[    1.0] Linux version 6.12\n'
+			'### perfctr-guest start collect dmesg\n'
+			'### perfctr-guest end collect dmesg 0\n')
+	return (0, KVM_INTERNAL)
+
+
+def test_kvm_failing_during_the_run_reruns_under_tcg_and_says_so(
+		fake_ops, with_kvm, guest_run, capsys):
+	ops = fake_ops(answers=[('-accel kvm', (0, '')), ('vng', _console)])
+	run, path = guest_run(ops)
+	vng = [s['argv'] for s in ops.streams]
+	assert len(vng) == 3		# probe (KVM), run (KVM), run (TCG)
+	assert '--disable-kvm' not in vng[1] and '--disable-kvm' in vng[2]
+	assert run.accelerator['accel'] == 'tcg'
+	data = json.loads(path.read_text())
+	assert [(a['what'], a['ok']) for a in data['accel_attempts']] == \
+		[('vcpu probe', True), ('boot probe', True), ('run', False)]
+	assert 'KVM internal error' in data['accel_attempts'][-1]['reason']
+	assert Path(run.logs['console_kvm']).exists()
+	summary = results.summary(run)
+	kvm_lines = [l for l in summary.splitlines() if 'KVM failed' in l]
+	assert len(kvm_lines) == 1 and 'ran under TCG' in kvm_lines[0]
+	err = capsys.readouterr().err
+	assert 'running again under TCG' in err
+
+
+def test_kvm_failing_with_accel_kvm_is_exit_2(fake_ops, with_kvm, guest_run):
+	ops = fake_ops(answers=[('-accel kvm', (0, '')), ('vng', _console)])
+	with pytest.raises(pipeline.InfraError, match='KVM internal error'):
+		guest_run(ops, accel='kvm')
+
+
+def test_a_silent_guest_is_killed_and_reported_with_its_last_lines(
+		fake_ops, guest_run, capsys):
+	ops = fake_ops(answers=[('vng', ('silent',
+					 '[    0.9] Run /bin/false as init process\n'
+					 '[    1.0] Kernel panic - not syncing: '
+					 'Attempted to kill init!\n'))])
+	run, path = guest_run(ops, accel='tcg')
+	assert ops.streams[0]['idle_timeout'] == X86.silence_for('default')
+	assert not run.passed
+	problem = run.problems[0]
+	assert 'stopped talking' in problem and 'silence bound' in problem
+	assert 'Attempted to kill init' in problem
+	boot_case = [t for t in run.tests if t.family == 'boot'][0]
+	assert 'killed: no output' in boot_case.message
+	assert 'still running' in capsys.readouterr().err
+
+
+def test_the_debug_kernel_gets_a_longer_silence_bound(fake_ops, guest_run):
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	guest_run(ops, accel='tcg', config_name='debug')
+	assert ops.streams[0]['idle_timeout'] == X86.silence['debug'] > \
+		X86.silence['default']
+
+
+def test_progress_names_families_and_failures_as_they_go(fake_ops,
+							  guest_run, capsys):
+	console = ('[    1.1]     # Subtest: perfctr_core\n'
+		   '[    1.2]     not ok 2 perfctr_core_reads\n'
+		   '[    1.3] not ok 1 perfctr_core\n'
+		   '### perfctr-guest start kselftest perfctr_info_test\n'
+		   'not ok 3 info.reports_tsc\n'
+		   '### perfctr-guest alive kselftest perfctr_info_test 30\n'
+		   '### perfctr-guest end kselftest perfctr_info_test 1\n')
+	guest_run(fake_ops(answers=[('vng', (0, console))]), accel='tcg')
+	err = capsys.readouterr().err
+	for want in ('guest: kunit perfctr_core started',
+		     'guest: FAIL kunit perfctr_core: perfctr_core_reads',
+		     'guest: kunit perfctr_core FAILED',
+		     'guest: kselftest perfctr_info_test started',
+		     'guest: FAIL kselftest perfctr_info_test: info.reports_tsc',
+		     'guest: kselftest perfctr_info_test still running, 30 s',
+		     'guest: kselftest perfctr_info_test FAILED (exit status 1)',
+		     'boot: the same by hand: '):
+		assert want in err, (want, err)
+
+
+def test_progress_of_a_real_console(capsys):
+	from conftest import DATA
+	from pytools import watch
+	said = []
+	w = watch.GuestWatch(said.append)
+	for line in (DATA / 'dmesg-kunit-pass.txt').read_text().splitlines():
+		assert w.on_line(line) is None
+	assert 'guest: kunit perfctr_x86_probe started at 0 s' in said
+	assert 'guest: kunit perfctr_x86_probe ended at 0 s' in said
+	assert not [s for s in said if 'FAIL' in s]
+	said.clear()
+	for line in (DATA / 'kunit-fail-dmesg.txt').read_text().splitlines():
+		w.on_line(line)
+	assert [s for s in said if 'FAIL' in s], said
