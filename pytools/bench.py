@@ -69,10 +69,13 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 	build = kernel.build(req, ops)
 	rebuild_s = time.monotonic() - t0
 	binary = compile_bench(req, outdir, ops)
-	accel = boot.choose_accel(req.arch, ops, want=accel_want)
+	accel = boot.choose_accel(req.arch, ops, want=accel_want,
+				  image=build.image if req.arch.boot == 'vng'
+				  else None, probe_log=outdir / 'kvm-probe.log')
 	meta = {'arch': req.arch.name, 'kernel': build.release,
 		'base': tree.origin, 'accel': accel.accel.value,
 		'accel_reason': accel.reason,
+		'accel_attempts': boot.attempts_json(accel.attempts),
 		'note': TCG_NOTE if accel.accel.value == 'tcg' else ''}
 	log = outdir / 'console.log'
 	t0 = time.monotonic()
@@ -84,7 +87,9 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 		argv = initramfs.qemu_argv(req.arch, build.image, initrd,
 					   accel.accel.value,
 					   qemu=qemu.argv_prefix(q))
-		done = initramfs.boot(argv, log, timeout, ops)
+		done = initramfs.boot(argv, log, timeout, ops,
+				      idle_timeout=req.arch.silence_for(
+					      req.config_name))
 		initramfs.split_console(log.read_text(errors='replace'), outdir)
 		text = (outdir / 'bench-perfctr_bench.jsonl').read_text() \
 			if (outdir / 'bench-perfctr_bench.jsonl').exists() else ''
@@ -94,13 +99,14 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 		       f'2> {shlex.quote(str(outdir / "bench.err"))}')
 		done = boot.boot(boot.BootRequest(
 			arch=req.arch, image=build.image, command=cmd, accel=accel,
-			rwdirs=(outdir,), log=log, timeout=timeout), ops)
+			rwdirs=(outdir,), log=log, timeout=timeout,
+			idle_timeout=req.arch.silence_for(req.config_name)), ops)
 		text = out.read_text() if out.exists() else ''
 	guest_s = time.monotonic() - t0
 	metrics = parse_metrics(text)
 	if done.timed_out or not metrics:
 		raise InfraError(f'the benchmark produced no metrics (guest '
-				 f'{"timed out" if done.timed_out else "ended"}; '
+				 f'{"killed: " + done.stopped if done.stopped else "ended"}; '
 				 f'console {log})',
 				 'look at the console log; inv check first to '
 				 'see whether the kernel boots')
