@@ -175,7 +175,7 @@ def _kvm_failed_at_run(run: results.RunResult, accel: boot.AccelChoice,
 	run.logs['console_kvm'] = str(kept)
 	attempt = boot.Attempt('kvm', 'run', False, done.stopped,
 			       round(done.duration, 1))
-	qemu = ops.which(run_arch_qemu(run)) or run_arch_qemu(run)
+	qemu = ops.which(_qemu_of(run)) or _qemu_of(run)
 	boot.record_verdict(boot.host_key(ops, qemu), False, done.stopped)
 	if want == 'kvm':
 		raise InfraError(f'--accel kvm asked for, but {done.stopped} '
@@ -188,7 +188,7 @@ def _kvm_failed_at_run(run: results.RunResult, accel: boot.AccelChoice,
 	return new
 
 
-def run_arch_qemu(run: results.RunResult) -> str:
+def _qemu_of(run: results.RunResult) -> str:
 	return arches.get(run.arch).qemu_binary
 
 
