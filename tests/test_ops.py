@@ -38,9 +38,9 @@ def test_on_line_stops_the_command_with_its_reason(tmp_path):
 
 def test_on_quiet_hears_of_every_quiet_period(tmp_path):
 	heard = []
-	Ops().stream(['sh', '-c', 'echo last words; sleep 2.3'],
+	Ops().stream(['sh', '-c', 'echo last words; sleep 2.7'],
 		     tmp_path / 'log', quiet_every=1,
-		     on_quiet=lambda s, l: heard.append((round(s), l)))
+		     on_quiet=lambda s, l: heard.append((int(s), l)))
 	assert [l for _, l in heard] == ['last words', 'last words']
 	assert [s for s, _ in heard] == [1, 2]
 
