@@ -182,7 +182,8 @@ def _kvm_failed_at_run(run: results.RunResult, accel: boot.AccelChoice,
 				 f'(console: {kept})', 'use --accel tcg or auto')
 	progress(f'boot: {done.stopped}; QEMU killed, running again under TCG')
 	new = boot.AccelChoice(
-		boot.Accel.TCG, f'KVM failed during the run ({done.stopped})',
+		boot.Accel.TCG, 'KVM failed during the run ('
+		f'{done.stopped.removeprefix(boot.KVM_FAILED + ": ")})',
 		(*accel.attempts, attempt))
 	_record_accel(run, new)
 	return new

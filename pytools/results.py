@@ -104,8 +104,8 @@ def summary(run: RunResult) -> str:
 		      if a.get('accel') == 'kvm' and not a.get('ok')]
 	if kvm_failed and run.accelerator.get('accel') == 'tcg':
 		a = kvm_failed[-1]
-		lines.append(f'  KVM failed ({a.get("what")}): {a.get("reason")}; '
-			     'ran under TCG')
+		why = str(a.get('reason', '')).removeprefix('KVM failed: ')
+		lines.append(f'  KVM failed ({a.get("what")}): {why}; ran under TCG')
 	if run.qemu.get('origin', 'system') != 'system':
 		lines.append(f'  qemu {run.qemu.get("version")} from '
 			     f'{run.qemu["origin"]}: {run.qemu.get("reason")}')
