@@ -58,53 +58,23 @@ static inline uint64_t tsc(void)
 #endif
 }
 
-static inline uint64_t pmc(uint32_t index)
-{
-#if defined(__powerpc64__)
-	uint64_t v = 0;
-
-	switch (index) {
-	case 5: asm volatile("mfspr %0, 775" : "=r"(v)); break;
-	case 6: asm volatile("mfspr %0, 776" : "=r"(v)); break;
-	default: break;
-	}
-	return v;
-#elif defined(__x86_64__)
-	uint32_t lo, hi;
-
-	asm volatile("rdpmc" : "=a"(lo), "=d"(hi) : "c"(index));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	return 0;
-#endif
-}
 
 static const volatile struct vperfctr_state *st;
 static int vfd = -1, pfd = -1;
 static int has_pmc;		/* slot 0 counts instructions */
 
-/* The fast read: slot 0 if there is one, else the TSC sum. */
+/*
+ * The fast read: slot 0 if there is one, else the TSC sum, through the
+ * loop the uapi header publishes (vperfctr_state_read()), so that what is
+ * measured is what users run.
+ */
 static uint64_t fast_read(void)
 {
-	uint32_t seq;
-	uint64_t v;
+	uint64_t t, p[PERFCTR_MAX_COUNTERS];
 
-	do {
-		seq = st->seq;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (has_pmc) {
-			v = st->pmc_sum[0];
-			if (st->running)
-				v += (pmc(st->rdpmc_index[0]) - st->pmc_start[0]) &
-				     0xffffffffULL;
-		} else {
-			v = st->tsc_sum;
-			if (st->running)
-				v += tsc() - st->tsc_start;
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	} while ((seq & 1) || st->seq != seq);
-	return v;
+	vperfctr_state_read((const struct vperfctr_state *)st, &t,
+			    has_pmc ? p : NULL);
+	return has_pmc ? p[0] : t;
 }
 
 static double now_ns(void)

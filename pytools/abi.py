@@ -87,8 +87,15 @@ class VperfctrState(ctypes.Structure):
 		('pmc_sum', ctypes.c_uint64 * MAX_COUNTERS),
 		('rdpmc_index', ctypes.c_uint32 * MAX_COUNTERS),
 		('counter_width', ctypes.c_uint32),
+		('size', ctypes.c_uint32),
+		('caps', ctypes.c_uint32),
 		('__reserved', ctypes.c_uint32),
 	]
+
+
+# vperfctr_state.caps
+CAP_USER_TSC = 1 << 0
+CAP_USER_PMC = 1 << 1
 
 
 # Every uapi struct the binding knows, by its C name.
@@ -220,11 +227,11 @@ class Perfctr:
 		self.read_raw(fd, s, ctypes.sizeof(s))
 		return s
 
-	def iresume(self, fd: int) -> None:
-		self._call('vperfctr_iresume', ctypes.c_int(fd))
+	def iresume(self, fd: int, flags: int = 0) -> None:
+		self._call('vperfctr_iresume', ctypes.c_int(fd), ctypes.c_uint(flags))
 
-	def unlink(self, fd: int) -> None:
-		self._call('vperfctr_unlink', ctypes.c_int(fd))
+	def unlink(self, fd: int, flags: int = 0) -> None:
+		self._call('vperfctr_unlink', ctypes.c_int(fd), ctypes.c_uint(flags))
 
 
 def tsc_control(flags: int = 0) -> VperfctrControl:

@@ -39,14 +39,24 @@ static inline int sys_vperfctr_read(int fd, void *sums, size_t size,
 	return syscall(__NR_vperfctr_read, fd, sums, size, flags);
 }
 
+static inline int sys_vperfctr_iresume_flags(int fd, unsigned int flags)
+{
+	return syscall(__NR_vperfctr_iresume, fd, flags);
+}
+
 static inline int sys_vperfctr_iresume(int fd)
 {
-	return syscall(__NR_vperfctr_iresume, fd);
+	return sys_vperfctr_iresume_flags(fd, 0);
+}
+
+static inline int sys_vperfctr_unlink_flags(int fd, unsigned int flags)
+{
+	return syscall(__NR_vperfctr_unlink, fd, flags);
 }
 
 static inline int sys_vperfctr_unlink(int fd)
 {
-	return syscall(__NR_vperfctr_unlink, fd);
+	return sys_vperfctr_unlink_flags(fd, 0);
 }
 #endif
 

@@ -437,37 +437,13 @@ TEST_F(vperfctr, two_threads_one_cpu_count_themselves)
 
 #if defined(__x86_64__) || defined(__powerpc64__)
 #define HAVE_FAST_READ
-/* The TSC on x86, the timebase (mftb) on powerpc. */
-static inline uint64_t rdtsc(void)
-{
-#if defined(__x86_64__)
-	uint32_t lo, hi;
-
-	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	uint64_t tb;
-
-	asm volatile("mfspr %0, 268" : "=r"(tb));
-	return tb;
-#endif
-}
-
-/* The lock-free user-space read: sum + (now - start), retried on seq change. */
+/* The lock-free user-space read, as the uapi header publishes it. */
 static uint64_t fast_tsc(const volatile struct vperfctr_state *st)
 {
-	uint32_t seq;
-	uint64_t v;
+	uint64_t tsc = 0;
 
-	do {
-		seq = st->seq;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		v = st->tsc_sum;
-		if (st->running)
-			v += rdtsc() - st->tsc_start;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	} while ((seq & 1) || st->seq != seq);
-	return v;
+	vperfctr_state_read((const struct vperfctr_state *)st, &tsc, NULL);
+	return tsc;
 }
 #endif
 
