@@ -2,15 +2,14 @@
 /*
  * Object lifetimes of the virtual counters against every concurrent
  * actor: fork while a sibling unlinks or closes the last fd, a remote
- * attach racing the target's exit, a "fork, parent exits" chain of many
- * generations, and CPU hotplug while counting.
+ * attach racing the target's exit, and CPU hotplug while counting.
  *
  * On the default kernel these check what user space can see (errno
  * values, DETACHED status, memory held, counts continuing); on the debug
  * kernel (KASAN, lockdep, kmemleak) the same runs are what lets those
  * tools see a use-after-free or a leak.  Sizes scale with
- * PERFCTR_STRESS (default 1; the debug run may lower it), and the chain
- * length with PERFCTR_CHAIN (default 100000).
+ * PERFCTR_STRESS (default 1).  The inheritance chain is
+ * vperfctr_chain_test, a program of its own (it needs its own time).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -228,99 +227,6 @@ TEST_F_TIMEOUT(lt, attach_vs_exit, 600)
 	}
 	EXPECT_EQ(0, late) TH_LOG("%ld controls accepted for reaped threads", late);
 	TH_LOG("%ld of %ld opens won the race with exit", got, n);
-}
-
-static long mem_available_kb(void)
-{
-	char line[128];
-	long kb = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
-/*
- * "fork, parent exits, repeat" with inheriting counters: each generation
- * merges its sums into its creator at exit and must then drop its
- * reference, so the memory held is bounded by the live threads, not by
- * the number of generations; and the end of the chain must not recurse
- * once per generation (a stack overflow).  The last generation waits
- * while the test measures.
- */
-TEST_F_TIMEOUT(lt, inherit_chain, 1200)
-{
-	long gens = env_long("PERFCTR_CHAIN", 100000);
-	long before, during, after, budget_kb;
-	int ready[2], done[2];
-	char c;
-	pid_t first;
-	int fd;
-
-	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
-	ASSERT_EQ(0, pipe(ready));
-	ASSERT_EQ(0, pipe(done));
-	before = mem_available_kb();
-	first = fork();
-	ASSERT_LE(0, first);
-	if (first == 0) {
-		long g;
-
-		close(ready[0]);
-		close(done[1]);
-		if (open_counting(0, VPERFCTR_CONTROL_INHERIT) < 0)
-			_exit(1);
-		for (g = 0; g < gens; g++) {
-			pid_t pid = fork();
-
-			if (pid < 0)
-				_exit(2);
-			if (pid > 0)
-				_exit(0);	/* the parent exits, the child goes on */
-		}
-		if (write(ready[1], "r", 1) != 1 || read(done[0], &c, 1) != 1)
-			_exit(3);
-		_exit(0);
-	}
-	close(ready[1]);
-	close(done[0]);
-	fd = -1;
-	/* Reap the generations as they exit (we are their subreaper). */
-	for (;;) {
-		struct timespec ts = { 0, 1000000 };
-		char r;
-		int flags = fcntl(ready[0], F_GETFL);
-
-		fcntl(ready[0], F_SETFL, flags | O_NONBLOCK);
-		if (read(ready[0], &r, 1) == 1)
-			break;
-		if (waitpid(-1, NULL, WNOHANG) <= 0)
-			nanosleep(&ts, NULL);
-	}
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	sleep(1);	/* RCU frees the merged generations */
-	during = mem_available_kb();
-	ASSERT_EQ(1, write(done[1], "d", 1));
-	while (waitpid(-1, NULL, 0) > 0)
-		;
-	sleep(1);
-	after = mem_available_kb();
-	(void)fd;
-	/*
-	 * The old code held a page and a struct per generation: 10^5 x 4 KiB
-	 * is 400 MB.  Allow 32 MB of noise (page cache, slab growth).
-	 */
-	budget_kb = 32 * 1024;
-	TH_LOG("%ld generations; MemAvailable %ld kB before, %ld during, %ld after",
-	       gens, before, during, after);
-	EXPECT_LT(before - during, budget_kb);
-	EXPECT_LT(before - after, budget_kb);
 }
 
 static int set_online(int cpu, int on)
