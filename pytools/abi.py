@@ -25,7 +25,7 @@ class PerfctrInfo(ctypes.Structure):
 		('counter_width', ctypes.c_uint32),
 		('nr_fixed_counters', ctypes.c_uint32),
 		('fixed_counter_width', ctypes.c_uint32),
-		('nr_cpu_ids', ctypes.c_uint32),
+		('cpu_id_limit', ctypes.c_uint32),
 		('cpumask_size', ctypes.c_uint32),
 		('__reserved', ctypes.c_uint32),
 		('cpus', ctypes.c_uint64),

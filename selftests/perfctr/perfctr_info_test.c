@@ -59,9 +59,9 @@ TEST_F(info, basic)
 	EXPECT_EQ(PERFCTR_ABI_VERSION, i->abi_version);
 	EXPECT_NE(0, i->driver_version[0]);
 	EXPECT_NE(NULL, memchr(i->driver_version, 0, sizeof(i->driver_version)));
-	EXPECT_GE(i->nr_cpu_ids, sysconf(_SC_NPROCESSORS_CONF));
+	EXPECT_GE(i->cpu_id_limit, sysconf(_SC_NPROCESSORS_CONF));
 	EXPECT_EQ(0, i->cpumask_size % sizeof(long));
-	EXPECT_GE(i->cpumask_size * 8, i->nr_cpu_ids);
+	EXPECT_GE(i->cpumask_size * 8, i->cpu_id_limit);
 	EXPECT_EQ(0, i->__reserved);
 	TH_LOG("driver %s, cpu_type %u, features %#llx, %u kHz, %u+%u counters",
 	       i->driver_version, i->cpu_type,
