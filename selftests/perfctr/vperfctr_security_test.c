@@ -295,7 +295,8 @@ TEST(paranoid_levels)
 		ASSERT_EQ(0, as_nobody(paranoid_try, pc));
 		TH_LOG("paranoid %d: open %s, hardware-counter control %s",
 		       levels[i], pc->open_errno ? strerror(pc->open_errno) : "ok",
-		       pc->pmc_errno < 0 ? "not tried (no counters)" :
+		       pc->pmc_errno < 0 ? (pc->open_errno ? "not tried (open refused)" :
+					    "not tried (no counters)") :
 		       pc->pmc_errno ? strerror(pc->pmc_errno) : "ok");
 		if (levels[i] > 2) {
 			EXPECT_EQ(EACCES, pc->open_errno);
