@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
 from . import kernel
+from .errors import UserError
 from .ops import Ops, progress
 from .series import WORK_BRANCH, Series
 
@@ -81,14 +82,17 @@ def run(series: Series, req: kernel.BuildRequest, ops: Ops,
 			log.unlink(missing_ok=True)
 			t0 = time.monotonic()
 			built, out = True, ''
+			# The machine must be able to build at all (a missing
+			# cross compiler is not a patch that breaks): that
+			# InfraError goes up as it is, exit status 2.
+			cmd = [*kernel.make_args(req, ops), f'-j{req.jobs}',
+			       req.arch.make_target]
 			try:
 				# An early prefix lacks options later patches add
 				kernel.configure(req, ops, strict=False)
-				r = ops.stream([*kernel.make_args(req, ops),
-						f'-j{req.jobs}', req.arch.make_target],
-					       log)
+				r = ops.stream(cmd, log)
 				built, out = r.returncode == 0, r.output
-			except Exception as e:	# a config that does not hold
+			except UserError as e:	# a config that does not hold
 				built, out = False, str(e)
 			booted = ''
 			if built and boot:

@@ -33,3 +33,43 @@ def test_kunit_suites_built_reads_the_suite_table_from_system_map(tmp_path):
 	m.write_text('ffffffff818aaf80 D __kunit_suites_start\n'
 		     'ffffffff818aaf80 D __kunit_suites_end\n')
 	assert not kernel.kunit_suites_built(tmp_path)
+
+
+def test_a_machine_that_cannot_build_is_not_a_bad_patch(tmp_path):
+	"""A missing cross compiler stops bisect with InfraError (exit 2),
+	before any prefix is blamed."""
+	import pytest
+	from pytools import arches, kernel
+	from pytools.errors import InfraError
+	from pytools.ops import Ops
+
+	class NoCompiler(Ops):
+		def which(self, name):
+			return None
+
+		def run(self, *a, **k):
+			raise AssertionError('nothing may run')
+
+		def stream(self, *a, **k):
+			raise AssertionError('nothing may be built')
+
+	class FakeSeries:
+		class tree:
+			commit = 'base'
+
+		def check_clean(self):
+			pass
+
+		def _git(self, *args, **kw):
+			if args[0] == 'rev-list':
+				return 'c1 c2'
+			if args[0] == 'log':
+				return 'a patch'
+			return ''
+
+	arch = arches.get('ppc64le')
+	req = kernel.BuildRequest(tree=None, arch=arch, fragments=(),
+				  build_dir=tmp_path, jobs=1)
+	with pytest.raises(InfraError) as e:
+		bisect.run(FakeSeries(), req, NoCompiler())
+	assert 'powerpc64le-linux-gnu-gcc' in str(e.value)
