@@ -58,12 +58,21 @@ def justified(finding: Finding, patch_text: str) -> bool:
 	"""Does the patch's commit message answer this checkpatch finding?
 
 	The convention: the message says "checkpatch" and names every
-	<header> or identifier in angle brackets that the finding names.
+	<header> or identifier in angle brackets that the finding names, or,
+	for a finding that names nothing, quotes its text.
 	"""
 	message = patch_text.split('\n---\n', 1)[0]
-	names = re.findall(r'<[^>\s]+>', finding.text.split(' [', 1)[0])
-	return 'checkpatch' in message and bool(names) and \
-		all(n in message for n in names)
+	text = finding.text.split(' [', 1)[0]
+	names = re.findall(r'<[^>\s]+>', text)
+	if 'checkpatch' not in message:
+		return False
+	if names:
+		return all(n in message for n in names)
+	# A finding that names nothing (e.g. "added, moved or deleted
+	# file(s), does MAINTAINERS need updating?") is answered by quoting
+	# it in the message.
+	flat = ' '.join(message.split())
+	return ' '.join(text.split()) in flat
 
 
 def checkpatch(tree: Path, patches: List[Path], ops: Ops) -> LintResult:

@@ -43,6 +43,19 @@ def test_a_warning_the_commit_message_answers_is_justified():
 	assert not lint.justified(f, 'Subject: x\n\n---\ncheckpatch <linux/nmi.h> <asm/nmi.h>')
 
 
+
+def test_a_finding_that_names_nothing_is_justified_by_quoting_it():
+	f = lint.Finding('checkpatch', '0006.patch', 'WARNING',
+			 'added, moved or deleted file(s), does MAINTAINERS '
+			 'need updating? [#181: | new file mode 100644]')
+	quoted = ('Subject: x\n\ncheckpatch asks "added, moved or deleted\n'
+		  'file(s), does MAINTAINERS need updating?": no, F: covers '
+		  'them.\n---\n diff')
+	assert lint.justified(f, quoted)
+	assert not lint.justified(f, 'Subject: x\n\ncheckpatch is happy\n---\n')
+	assert not lint.justified(f, 'Subject: x\n\nadded, moved or deleted '
+				  'file(s), does MAINTAINERS need updating?\n---\n')
+
 HTMLDOCS = '''Using alabaster theme
 /k/Documentation/userspace-api/netlink/specs.rst:18: WARNING: undefined label: 'specs' [ref.ref]
 /k/Documentation/userspace-api/perfctr.rst:61: WARNING: Inline emphasis start-string without end-string. [docutils]
