@@ -250,14 +250,17 @@ def _check_opts(arch, base, tree, ref, offline, jobs, accel, timeout,
 			((per_arch,) if (pipeline.paths.REPO / 'kconfigs' /
 					 per_arch).exists() else ())
 		calls = a.extra.get('debug_fuzz_calls', '100000')
-		# The inheritance chain: shorter (KASAN makes fork about 5x
-		# slower) and judged by kmemleak, not by free memory, which
-		# KASAN's quarantine keeps low.
-		chain = a.extra.get('debug_chain', '10000')
+		# The inheritance chain and the lifetime races: shorter (fork
+		# and exit take about 30 ms under KASAN, lockdep and kmemleak
+		# in TCG, measured: 10^4 generations ran past 300 s) and judged
+		# by KASAN and kmemleak, not by free memory, which KASAN's
+		# quarantine keeps low.
+		chain = a.extra.get('debug_chain', '2000')
 		extra = {'fragments': frags,
 			 'config_name': 'debug',
 			 'guest_env': (('PERFCTR_FUZZ_CALLS', calls),
 				       ('PERFCTR_CHAIN', chain),
+				       ('PERFCTR_RACE_ITERS', '500'),
 				       ('PERFCTR_CHAIN_BUDGET_KB', '0'))}
 	# The debug guest is slow everywhere (measured under TCG: 160 s to
 	# boot, 341 s for the Python checks, kmemleak scans): 40 minutes.

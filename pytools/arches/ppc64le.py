@@ -25,7 +25,7 @@ ARCH = ArchParams(
 	       # the fuzzer's 10^6-call run is x86_64's; here 3 x 10^5, with
 	       # the real PMU (interrupt-mode controls accepted).
 	       'guest_env': 'PERFCTR_FUZZ_CALLS=300000',
-	       'debug_chain': '5000',
+	       'debug_chain': '1000',
 	       # On the debug kernel (KASAN, lockdep) the fuzzer's rate
 	       # drops about 30 times, as on x86_64 (26,000/s -> 900/s):
 	       # fewer calls, within the same 200 s bound.
