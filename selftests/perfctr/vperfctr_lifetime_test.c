@@ -8,8 +8,9 @@
  * values, DETACHED status, memory held, counts continuing); on the debug
  * kernel (KASAN, lockdep, kmemleak) the same runs are what lets those
  * tools see a use-after-free or a leak.  The number of racing iterations
- * is PERFCTR_RACE_ITERS (default 2000; the debug run sets fewer).  The inheritance chain is
- * vperfctr_chain_test, a program of its own (it needs its own time).
+ * is PERFCTR_RACE_ITERS (default 2000; the debug run sets fewer).  The
+ * inheritance chain is vperfctr_chain_test, a program of its own (it
+ * needs its own time).
  */
 #define _GNU_SOURCE
 #include <errno.h>
