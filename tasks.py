@@ -255,12 +255,12 @@ def _check_opts(arch, base, tree, ref, offline, jobs, accel, timeout,
 		# in TCG, measured: 10^4 generations ran past 300 s) and judged
 		# by KASAN and kmemleak, not by free memory, which KASAN's
 		# quarantine keeps low.
-		chain = a.extra.get('debug_chain', '2000')
+		chain = a.extra.get('debug_chain', '1000')
 		extra = {'fragments': frags,
 			 'config_name': 'debug',
 			 'guest_env': (('PERFCTR_FUZZ_CALLS', calls),
 				       ('PERFCTR_CHAIN', chain),
-				       ('PERFCTR_RACE_ITERS', '500'),
+				       ('PERFCTR_RACE_ITERS', '200'),
 				       ('PERFCTR_CHAIN_BUDGET_KB', '0'))}
 	# The debug guest is slow everywhere (measured under TCG: 160 s to
 	# boot, 341 s for the Python checks, kmemleak scans): 40 minutes.
