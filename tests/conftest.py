@@ -110,3 +110,11 @@ def private_cache(request, tmp_path_factory, monkeypatch):
 	if request.node.get_closest_marker('e2e') is None:
 		monkeypatch.setenv('PERFCTR_CACHE',
 				   str(tmp_path_factory.mktemp('cache')))
+
+
+@pytest.fixture
+def with_kvm(monkeypatch):
+	"""The machine has a /dev/kvm (whether it works is the probe's job)."""
+	real = Path.exists
+	monkeypatch.setattr(Path, 'exists', lambda p: True if str(p) ==
+			    '/dev/kvm' else real(p))

@@ -15,13 +15,6 @@ PVM_FAILURE = (134, "(qemu) qemu-system-x86_64: error: failed to set MSR 0x10a t
 X86 = arches.get('x86_64')
 
 
-@pytest.fixture
-def with_kvm(monkeypatch):
-	real = Path.exists
-	monkeypatch.setattr(Path, 'exists', lambda p: True if str(p) ==
-			    '/dev/kvm' else real(p))
-
-
 def test_pvm_falls_back_to_tcg_and_says_why(fake_ops, with_kvm):
 	c = boot.choose_accel(X86, fake_ops(answers=[('-accel kvm',
 							  PVM_FAILURE)]))

@@ -94,16 +94,22 @@ def test_guest_that_never_finished(tmp_path):
 	assert 'Kernel panic' in cases[0].message
 
 
-def test_a_guest_that_never_booted_has_no_kernel_log_pass(tmp_path):
-	"""QEMU died before the kernel said a word: the kernel-log check
-	did not run, so it is not a PASS."""
+
+def _stopped_guest(tmp_path, console_text, stopped):
+	"""Collect a guest killed for @stopped, its console @console_text."""
 	out = tmp_path / 'guest'
 	out.mkdir()
 	console = tmp_path / 'console.log'
-	console.write_text('KVM internal error. Suberror: 1\n'
-			   'emulation failure\n')
-	cases = collect.collect(out, console, TREE,
-				stopped='KVM internal error. Suberror: 1')
+	console.write_text(console_text)
+	return collect.collect(out, console, TREE, stopped=stopped)
+
+
+def test_a_guest_that_never_booted_has_no_kernel_log_pass(tmp_path):
+	"""QEMU died before the kernel said a word: the kernel-log check
+	did not run, so it is not a PASS."""
+	cases = _stopped_guest(tmp_path, 'KVM internal error. Suberror: 1\n'
+			       'emulation failure\n',
+			       'KVM internal error. Suberror: 1')
 	by = {c.family: c for c in cases}
 	assert by['boot'].status is Status.FAIL
 	assert 'killed: KVM internal error' in by['boot'].message
@@ -112,13 +118,9 @@ def test_a_guest_that_never_booted_has_no_kernel_log_pass(tmp_path):
 
 
 def test_a_hung_guest_with_a_clean_partial_log_is_not_a_pass(tmp_path):
-	out = tmp_path / 'guest'
-	out.mkdir()
-	console = tmp_path / 'console.log'
-	console.write_text('[    0.000000] Linux version 6.12\n'
-			   '[    1.000000] Run /bin/false as init process\n')
-	cases = collect.collect(out, console, TREE,
-				stopped='no output for 60 s (silence bound 60 s)')
+	cases = _stopped_guest(tmp_path, '[    0.000000] Linux version 6.12\n'
+			       '[    1.000000] Run /bin/false as init process\n',
+			       'no output for 60 s (silence bound 60 s)')
 	kl = [c for c in cases if c.family == 'kernel-log'][0]
 	assert kl.status is Status.SKIP and '2 kernel lines' in kl.message
 

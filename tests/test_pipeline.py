@@ -16,13 +16,6 @@ X86 = arches.get('x86_64')
 
 
 @pytest.fixture
-def with_kvm(monkeypatch):
-	real = Path.exists
-	monkeypatch.setattr(Path, 'exists', lambda p: True if str(p) ==
-			    '/dev/kvm' else real(p))
-
-
-@pytest.fixture
 def guest_run(tmp_path, monkeypatch):
 	"""test_and_report on a stand-in build, results under tmp_path."""
 	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path / 'results'))
