@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import paths, snapshot as snap
+from . import arches, paths, snapshot as snap
 from .bases import BaseTree
 from .errors import InfraError, UserError
 from .ops import Ops, progress
@@ -535,6 +535,15 @@ def results_page(results: Path, s: Optional['snap.Snapshot'] = None,
 		'replaces the published one.\n\n') + snapshot_status(s, current)
 	if s is not None:
 		text += _runs_table(s.runs, False, names)
+		have = {(r.arch, r.config) for r in s.runs}
+		missing = [f'{a} {c}' for a in sorted(arches.known())
+			   for c in ('default', 'debug') if (a, c) not in have]
+		if missing:
+			text += (f'Not among the published runs of {s.version.name}: '
+				 f'{_rst(", ".join(missing))} (each arch runs '
+				 'with ``inv check`` and ``inv check --debug``; '
+				 'what a run did not cover is not claimed here).'
+				 '\n\n')
 		if s.machine:
 			text += _title('The machine', '-') + _kv(s.machine) + '\n'
 		if s.tools:

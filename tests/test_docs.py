@@ -120,6 +120,10 @@ def test_a_failed_local_run_is_shown_beside_the_snapshot_never_for_it(
 	for r in s.runs:
 		assert f'{docs._rst(r.label)}: {r.result}' in published
 	assert 'This checkout holds that series' in page
+	have = {(r.arch, r.config) for r in s.runs}
+	if ('ppc64le', 'debug') not in have:
+		assert 'Not among the published runs' in published
+		assert 'ppc64le debug' in published
 	other = docs.results_page(tmp_path, s, 'f' * 40)
 	assert f'This checkout\'s series differs from {s.version.name}' in other
 
