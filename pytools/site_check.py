@@ -49,9 +49,10 @@ class SiteReport:
 
 
 def _pages(html_dir: Path) -> List[str]:
+	"""Every page, the index and search pages too; not the copies of
+	the sources and the theme's files (_sources, _static)."""
 	return sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob('*.html')
-		      if not str(p.relative_to(html_dir)).startswith(('_', 'genindex',
-								    'search')))
+		      if not str(p.relative_to(html_dir)).startswith('_'))
 
 
 MEASURE = '''() => {
