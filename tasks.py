@@ -181,17 +181,59 @@ def bench(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	_finish(pipeline.guarded(run))
 
 
-@task(help=COMMON_HELP)
-def docs(c, base=None, tree=None, ref=None, offline=False):
+@task(help=dict(COMMON_HELP, no_tree='build from the repository alone, '
+		'without fetching the base tree (the ABI page shows the headers '
+		'instead of kernel-doc, no range-diff)'))
+def docs(c, base=None, tree=None, ref=None, offline=False, no_tree=False):
 	"""Build the reviewers' HTML site (Sphinx) into docs/_build/html."""
 	def run():
 		from pytools import docs as D
 		ops = Ops()
+		if no_tree:
+			print(D.build(None, ops))
+			return
 		t = pipeline.resolve_base(_opts(base=base, tree=tree, ref=ref,
 						offline=offline), ops)
 		pipeline.series_for(t).apply()
 		print(D.build(t, ops))
 	_finish(pipeline.guarded(run))
+
+
+@task(iterable=['run', 'bench'],
+      help=dict(COMMON_HELP,
+		run='a results directory of a full run of the series (inv '
+		    'check); once per run: x86_64, ppc64le, --debug',
+		bench='a results/bench-* directory (inv bench), once per run',
+		previous='for the first snapshot: a commit of this repository '
+			 'whose patches/ was the previous published version',
+		version='the name of this version (default: pub-1, or one more '
+			'than the previous: pub-N, apart from the vN of a posting)'))
+def publish(c, run=None, bench=None, previous=None, version='', base=None,
+	    tree=None, ref=None, offline=False):
+	"""Write docs/snapshot/published.json from full runs of the series."""
+	def go():
+		from pytools import snapshot as S
+		ops = Ops()
+		t = pipeline.resolve_base(_opts(base=base, tree=tree, ref=ref,
+						offline=offline), ops)
+		series = pipeline.series_for(t)
+		prev = None
+		if previous:
+			def commit_series(d):
+				return pipeline.Series(t, d).commits(), t.commit
+			prev = S.version_at(previous, series.patches, 'pub-1',
+					    commit_series, ops)
+		req = S.PublishRequest(
+			runs=[Path(r) for r in run or []],
+			bench=[Path(b) for b in bench or []],
+			patches=series.patches, series_tip=series.commits(),
+			base_commit=t.commit, previous=prev, name=version)
+		snap = S.publish(req, S.load(), ops)
+		S.SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+		S.SNAPSHOT.write_text(S.to_json(snap))
+		print(f'{snap.version.name}: {len(snap.runs)} runs, '
+		      f'{len(snap.bench)} bench runs -> {S.SNAPSHOT}')
+	_finish(pipeline.guarded(go))
 
 
 @task(help=dict(COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',

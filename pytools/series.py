@@ -208,6 +208,27 @@ class Series:
 		return ApplyResult(WORK_BRANCH, head, names, changed=True,
 				   saved_branch=saved)
 
+	def commits(self) -> str:
+		"""The tip of the commits apply would make of these patches,
+		made in the tree's object store only: no branch moves, no file
+		in the work tree changes (the docs' range-diff uses it)."""
+		patches = read_series(self.patches)
+		head, done = self._commit_patches(patches, quiet=True)
+		if done < len(patches):
+			raise UserError(f'{patches[done].name} of {self.patches} '
+					f'does not apply as is onto {self.tree.commit[:12]}',
+					'that series was made for another base')
+		return head
+
+	def range_diff(self, old: str, new: str,
+		       old_base: Optional[str] = None) -> str:
+		"""git range-diff of two versions of the series (tips in this
+		tree), each counted from its base."""
+		return self._git('range-diff', '--no-color',
+				 f'{old_base or self.tree.commit}..{old}',
+				 f'{self.tree.commit}..{new}',
+				 strip_newline_in_stdout=False)
+
 	def _commit_patches(self, patches: List[Path],
 			    quiet: bool = False) -> tuple:
 		"""Commit patches onto the base without touching the work tree.
