@@ -401,3 +401,33 @@ def bisect(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 				      'without warnings')
 		return 1 if bad else 0
 	_finish(pipeline.guarded(run))
+
+
+@task(help={'results': 'a results.json, or the directory holding it '
+		       '(default: results/latest)',
+	    'kcidb': 'write the run as KCIDB I/O JSON (KernelCI\'s schema, '
+		     'validated with kcidb-io) beside it, or to --out',
+	    'out': 'where the KCIDB JSON goes (default: kcidb.json beside '
+		   'results.json)',
+	    'url_base': 'the URL the results directory is published at, for '
+			'the tests\' log URLs (default: its file:// URI)',
+	    'origin': 'the KCIDB origin: your CI system\'s name (default '
+		      'perfctr)'})
+def report(c, results=None, kcidb=False, out=None, url_base='',
+	   origin='perfctr'):
+	"""Print a run's summary; with --kcidb also write it as KCIDB JSON."""
+	def run():
+		from pytools import kcidb as K, results as R
+		path = R.locate(Path(results) if results else None)
+		r = R.load(path)
+		print(R.summary(r))
+		if kcidb:
+			rep = K.write(r, path.parent, Path(out) if out else None,
+				      url_base, origin)
+			c = rep.counts
+			print(f'KCIDB: {c["checkouts"]} checkout, {c["builds"]} '
+			      f'build, {c["tests"]} tests; valid against kcidb-io '
+			      f'schema {K.schema_version()}')
+			print(rep.path)
+		return 0 if r.passed else 1
+	_finish(pipeline.guarded(run))
