@@ -115,11 +115,66 @@ def latest_results(results: Path) -> List[dict]:
 			d = json.loads(f.read_text())
 		except (OSError, ValueError):
 			continue
+		if d.get('runner'):
+			continue	# a LAVA run: in the matrix table
 		key = (d.get('arch'), d.get('base', {}).get('name'),
 		       _config_label(d))
 		d['_dir'] = f.parent.name
 		best[key] = d		# sorted by time: the last one wins
 	return [best[k] for k in sorted(best, key=str)]
+
+
+def cell_name(d: dict) -> str:
+	"""The matrix cell (matrix.Cell.name) a results.json belongs to."""
+	cpu = (d.get('qemu') or {}).get('cpu')
+	if not cpu and d.get('arch') in arches.known():
+		cpu = arches.get(d['arch']).extra.get('cpu')
+	return (f'{d.get("arch")}-{d.get("base", {}).get("name")}-'
+		f'{_config_name(d.get("config_fragments", []))}-{cpu or "max"}')
+
+
+def matrix_table(results: Path) -> str:
+	"""The matrix (pytools/data/matrix.toml), each cell with its newest
+	inv check and LAVA runs."""
+	from . import matrix
+	m = matrix.load()
+	newest: Dict[Tuple[str, str], dict] = {}
+	for f in sorted(results.glob('*/results.json')):
+		if '-bisect' in f.parent.name:
+			continue
+		try:
+			d = json.loads(f.read_text())
+		except (OSError, ValueError):
+			continue
+		d['_dir'] = f.parent.name
+		kind = 'lava' if d.get('runner') else 'check'
+		newest[(cell_name(d), kind)] = d
+
+	def said(d: Optional[dict]) -> str:
+		if not d:
+			return 'not run'
+		c = d.get('counts', {})
+		return (f'{d.get("result", "?")} {c.get("PASS", 0)}/'
+			f'{c.get("FAIL", 0)}/{c.get("SKIP", 0)} ``{d["_dir"]}``')
+	text = (_title('Matrix', '-') +
+		'Every cell of ``pytools/data/matrix.toml``: ``inv check`` runs '
+		'it here, ``inv lava`` writes its LAVA job (``--run`` runs it '
+		'with LAVA\'s dispatcher here).  Counts are passed/failed/'
+		'skipped.\n\n'
+		'.. list-table::\n   :header-rows: 1\n\n'
+		'   * - cell\n     - in CI\n     - by hand\n     - inv check'
+		'\n     - LAVA (QEMU)\n')
+	for c in m.cells:
+		text += (f'   * - {c.name}\n     - {"yes" if c.ci else "no"}\n'
+			 f'     - ``{c.check_command()}``\n'
+			 f'     - {said(newest.get((c.name, "check")))}\n'
+			 f'     - {said(newest.get((c.name, "lava")))}\n')
+	text += '\nReal boards for a lab (``inv lava --boards``):\n\n'
+	for arch, b in sorted(m.boards.items()):
+		text += (f'- {arch}: LAVA device type ``{b.device_type}`` '
+			 f'(tuxlava ``{b.tuxlava_device}``), {b.boot}; adds '
+			 f'{b.adds}.\n')
+	return text + '\n'
 
 
 def results_page(results: Path) -> str:
@@ -131,6 +186,7 @@ def results_page(results: Path) -> str:
 		'against a fake register file, and only the TSC counts at run '
 		'time; ppc64le runs count real (emulated) instructions and '
 		'take real overflow interrupts.\n\n')
+	text += matrix_table(results)
 	if not runs:
 		return text + 'No results yet: run ``inv check``.\n'
 	text += ('.. list-table::\n   :header-rows: 1\n\n'

@@ -407,8 +407,13 @@ def validate(job: Path, device: Path, ops: Ops,
 def _validation_errors(output: str) -> List[str]:
 	out = []
 	for rec in log_records(output):
+		msg = rec.get('msg')
 		if rec.get('lvl') in ('error', 'exception'):
-			out.append(str(rec.get('msg'))[:500])
+			out.append(str(msg)[:500])
+		elif rec.get('lvl') == 'results' and isinstance(msg, dict) and \
+		     msg.get('error_msg'):
+			# the job's result says why (the invalid job data)
+			out.append(str(msg['error_msg']).strip()[:500])
 	return out
 
 

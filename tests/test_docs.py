@@ -2,6 +2,7 @@
 """inv docs: the generated pages, from the real series and fake results."""
 
 import json
+import shutil
 
 from pytools import docs, paths
 from pytools.series import read_series
@@ -82,3 +83,22 @@ def test_bench_page_has_tables_and_svg_plots(tmp_path):
 	assert '.. image:: bench-ppc64le-1.svg' in page
 	assert '<svg' in (src / svgs[1]).read_text()
 	assert 'perfctr_fast_read' in (src / svgs[1]).read_text()
+
+
+def test_results_page_has_the_matrix_with_check_and_lava_runs(tmp_path):
+	from pytools import matrix
+	_run(tmp_path, '20260101-000000-x86_64-lts', 'x86_64', ['a'], 'PASS')
+	d = tmp_path / '20260101-000100-x86_64-lts-lava'
+	shutil.copytree(tmp_path / '20260101-000000-x86_64-lts', d)
+	r = json.loads((d / 'results.json').read_text())
+	r['runner'] = {'kind': 'lava', 'device_type': 'qemu'}
+	(d / 'results.json').write_text(json.dumps(r))
+	page = docs.results_page(tmp_path)
+	for c in matrix.load().cells:
+		assert c.name in page and c.check_command() in page
+	row = page.split('x86_64-lts-default-max')[1].split('* -')[0]
+	assert '20260101-000000-x86_64-lts' in row
+	assert '20260101-000100-x86_64-lts-lava' in row
+	# the LAVA run is not taken for the newest inv check
+	assert [x['_dir'] for x in docs.latest_results(tmp_path)] == \
+		['20260101-000000-x86_64-lts']
