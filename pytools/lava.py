@@ -458,7 +458,10 @@ def read_log(text: str) -> LavaOutcome:
 	for rec in log_records(text):
 		lvl, msg = rec.get('lvl'), rec.get('msg')
 		if lvl == 'target':
-			console.append(msg if isinstance(msg, str) else str(msg))
+			# LAVA's ShellLogger writes every '"' of the console as
+			# '\\"' (for its YAML) and drops ESC and CR: undo the first
+			text = msg if isinstance(msg, str) else str(msg)
+			console.append(text.replace('\\"', '"'))
 		elif lvl == 'results' and isinstance(msg, dict):
 			res.append(msg)
 			if msg.get('definition') == 'lava' and \
@@ -503,6 +506,20 @@ def run(cj: CellJobs, ops: Ops, timeout: float = 0) -> Tuple[
 	t0 = time.monotonic()
 	done = ops.stream(argv, log, timeout=timeout, on_line=watch)
 	seconds = round(time.monotonic() - t0, 1)
+	stopped = done.stopped or ('' if not done.timed_out else
+				   f'lava-run did not finish within '
+				   f'{timeout:.0f} s')
+	run = results_of(cj, outdir, seconds, job_id, argv, done.returncode,
+			 stopped, ops)
+	return run, results.write(run, outdir)
+
+
+def results_of(cj: CellJobs, outdir: Path, seconds: float, job_id: int,
+	       argv: Sequence[str], returncode, stopped: str,
+	       ops: Ops) -> results.RunResult:
+	"""The RunResult of a job whose dispatcher log is outdir/lava.log."""
+	art = cj.artefacts
+	log = outdir / 'lava.log'
 	outcome = read_log(log.read_text(errors='replace'))
 	console = outdir / 'console.log'
 	console.write_text('\n'.join(outcome.console) + '\n')
@@ -519,21 +536,19 @@ def run(cj: CellJobs, ops: Ops, timeout: float = 0) -> Tuple[
 		logs={'build': str(art.build_log), 'console': str(console),
 		      'guest': str(guest), 'lava_log': str(log),
 		      'lava_job': str(cj.job), 'lava_device': str(cj.device)},
-		started=datetime.datetime.now().isoformat(timespec='seconds'),
+		started=datetime.datetime.fromtimestamp(
+			log.stat().st_ctime).isoformat(timespec='seconds'),
 		runner={'kind': 'lava', 'device_type': 'qemu',
 			'dispatcher': f'lava-run {dispatcher_version(ops)}',
 			'job_id': str(job_id),
 			'job_result': outcome.job_result or 'none',
 			'tuxlava': _tuxlava_version()})
-	stopped = done.stopped or ('' if not done.timed_out else
-				   f'lava-run did not finish within '
-				   f'{timeout:.0f} s')
 	run.tests = collect.collect(guest, console, art.tree.path,
 				    expect_pytest=False, stopped=stopped)
 	run.tests.append(results.TestCase('pytest', 'python ABI checks',
 					  results.Status.SKIP, NO_PYTHON_REASON))
-	_lava_problems(run, outcome, done, stopped)
-	return run, results.write(run, outdir)
+	_lava_problems(run, outcome, returncode, stopped)
+	return run
 
 
 def _tuxlava_version() -> str:
@@ -544,8 +559,8 @@ def _tuxlava_version() -> str:
 		return '?'
 
 
-def _lava_problems(run: results.RunResult, outcome: LavaOutcome, done,
-		   stopped: str) -> None:
+def _lava_problems(run: results.RunResult, outcome: LavaOutcome,
+		   returncode, stopped: str) -> None:
 	"""What went wrong in LAVA itself is a problem of the run."""
 	if stopped:
 		run.problems.append(f'lava-run was stopped: {stopped}')
@@ -554,7 +569,7 @@ def _lava_problems(run: results.RunResult, outcome: LavaOutcome, done,
 				    f'{"; ".join(outcome.errors[:3]) or "see " + run.logs["lava_log"]}')
 	elif not outcome.job_result:
 		run.problems.append(f'lava-run left no job result (exit status '
-				    f'{done.returncode}; {run.logs["lava_log"]})')
+				    f'{returncode}; {run.logs["lava_log"]})')
 	case = runner_case(outcome)
 	if case is None:
 		run.problems.append('LAVA recorded no result for the perfctr '
@@ -583,9 +598,10 @@ class _Watch:
 		msg = str(rec.get('msg', ''))
 		if rec.get('lvl') == 'info' and msg.startswith('start: '):
 			progress(f'lava: {msg[7:120]}')
-		elif rec.get('lvl') == 'target' and initramfs.MARK in msg and \
-		     (' start ' in msg or ' end ' in msg):
-			progress(f'lava: guest: {msg.split(initramfs.MARK)[1].strip()}')
+		elif rec.get('lvl') == 'target' and initramfs.MARK in msg:
+			what = msg.split(initramfs.MARK, 1)[1].strip()
+			if what.startswith(('file ', 'alive ', 'done')):
+				progress(f'lava: guest: {what}')
 		elif rec.get('lvl') in ('error', 'exception'):
 			progress(f'lava: {rec["lvl"]}: {msg[:200]}')
 		return None
@@ -649,7 +665,8 @@ def find_reference(run: results.RunResult, cpu: str) -> Optional[Path]:
 	commit, series tip, release, config) and CPU model."""
 	best = None
 	for f in sorted(paths.results_dir().glob('*/results.json')):
-		if f.parent.name.endswith('-lava') or '-bisect' in f.parent.name:
+		if f.parent.is_symlink() or f.parent.name.endswith('-lava') or \
+		   '-bisect' in f.parent.name:
 			continue
 		try:
 			d = json.loads(f.read_text())
