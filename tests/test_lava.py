@@ -283,3 +283,22 @@ def test_lava_run_e2e(arch, tmp_path, monkeypatch):
 	(run it first; the newest run of the same kernel is the reference)."""
 	assert tasks.lava(Context(), arch=arch, run=True,
 			  out=str(tmp_path)) is None	# exit 0
+
+
+def test_the_reference_is_the_newest_check_of_the_same_kernel_and_cpu(
+		tmp_path, monkeypatch):
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
+	ref = results.load(DATA / 'results' / 'ppc64le-lts.json')
+
+	def put(name, **changes):
+		r = dataclasses.replace(ref, **changes)
+		results.write(r, tmp_path / name)
+	put('20260101-000000-ppc64le-lts')
+	put('20260102-000000-ppc64le-lts')			# newest match
+	put('20260103-000000-ppc64le-lts', qemu=dict(ref.qemu, cpu='power10'))
+	put('20260104-000000-ppc64le-lts', kernel_release='7.2.13')
+	put('20260105-000000-ppc64le-lts-lava', runner={'kind': 'lava'})
+	(tmp_path / 'latest').symlink_to('20260105-000000-ppc64le-lts-lava')
+	found = lava.find_reference(ref, 'power9')
+	assert found == tmp_path / '20260102-000000-ppc64le-lts' / 'results.json'
+	assert lava.find_reference(ref, 'power8') is None
