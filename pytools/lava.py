@@ -641,9 +641,14 @@ def compare(ref: results.RunResult, lava: results.RunResult,
 	    reference: str = '') -> Comparison:
 	"""Test by test; a family the LAVA root cannot run (pytest, when
 	its one TestCase says so) is set aside with its reason."""
+	lava_keys = {_key(t) for t in lava.tests}
+	# set aside only what the reference ran and LAVA could not (a
+	# reference that skipped the family the same way is compared)
 	skipped_families = {t.family for t in lava.tests
 			    if t.status is results.Status.SKIP and
-			    t.message == NO_PYTHON_REASON}
+			    t.message == NO_PYTHON_REASON and
+			    any(r.family == t.family and _key(r) not in lava_keys
+				for r in ref.tests)}
 	a = {_key(t): t for t in ref.tests
 	     if t.family not in skipped_families}
 	b = {_key(t): t for t in lava.tests
