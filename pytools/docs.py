@@ -109,8 +109,8 @@ def latest_results(results: Path) -> List[dict]:
 	inv bisect --boot's runs of series prefixes are not the series'."""
 	best: Dict[tuple, dict] = {}
 	for f in sorted(results.glob('*/results.json')):
-		if '-bisect' in f.parent.name:
-			continue
+		if '-bisect' in f.parent.name or f.parent.is_symlink():
+			continue	# bisect prefixes; results/latest
 		try:
 			d = json.loads(f.read_text())
 		except (OSError, ValueError):
@@ -140,8 +140,8 @@ def matrix_table(results: Path) -> str:
 	m = matrix.load()
 	newest: Dict[Tuple[str, str], dict] = {}
 	for f in sorted(results.glob('*/results.json')):
-		if '-bisect' in f.parent.name:
-			continue
+		if '-bisect' in f.parent.name or f.parent.is_symlink():
+			continue	# bisect prefixes; results/latest
 		try:
 			d = json.loads(f.read_text())
 		except (OSError, ValueError):
