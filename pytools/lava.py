@@ -47,6 +47,7 @@ from .matrix import Board, Cell
 from .ops import Ops, progress
 
 RUNNER = '/perfctr/run'
+DISPATCHER_TMP = Path('/var/lib/lava/dispatcher/tmp')
 RAMDISK = 'rootfs.cpio'
 BUSYBOX = 'busybox-static'
 # The same memory inv check gives each guest (vng: 2G; initramfs: 1G).
@@ -391,11 +392,14 @@ def validate(job: Path, device: Path, ops: Ops,
 	workdir = workdir or job.parent / '.validate'
 	workdir.mkdir(parents=True, exist_ok=True)
 	t0 = time.monotonic()
-	res = ops.run([exe, '--validate', '--job-id', str(_job_id()),
+	job_id = _job_id()
+	res = ops.run([exe, '--validate', '--job-id', str(job_id),
 		       '--output-dir', str(workdir), '--device', str(device),
 		       str(job)], check=False, timeout=300)
 	secs = time.monotonic() - t0
 	shutil.rmtree(workdir, ignore_errors=True)
+	# --validate leaves its (empty) download directories behind
+	shutil.rmtree(DISPATCHER_TMP / str(job_id), ignore_errors=True)
 	errors = tuple(_validation_errors(res.output)) if res.returncode \
 		else ()
 	if res.returncode and not errors:
