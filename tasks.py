@@ -5,6 +5,7 @@ Exit codes: 0 everything passed, 1 a test failed, 2 the run could not be
 done (bad input or a missing tool; the message says which and how to fix).
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -279,33 +280,8 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 def _check_opts(arch, base, tree, ref, offline, jobs, accel, timeout,
 		no_apply, debug, cpu) -> pipeline.Options:
 	from pytools import arches
-	a = arches.get(arch)	# an unknown arch fails here, at once
-	extra = {}
-	if debug:
-		# KASAN, lockdep and kmemleak under TCG: the fuzzer makes about
-		# 800 calls a second there (26,000 on the plain kernel), so the
-		# debug run makes 10^5 of them, not the default 10^6.
-		# debug.config, then the arch's additions if it needs any
-		# (kconfigs/debug-<arch>.config).
-		per_arch = f'debug-{arch}.config'
-		frags = (*a.fragments, 'debug.config') + \
-			((per_arch,) if (pipeline.paths.REPO / 'kconfigs' /
-					 per_arch).exists() else ())
-		calls = a.extra.get('debug_fuzz_calls', '100000')
-		# The inheritance chain and the lifetime races: shorter (fork
-		# and exit take about 30 ms under KASAN, lockdep and kmemleak
-		# in TCG, measured: 10^4 generations ran past 300 s) and judged
-		# by KASAN and kmemleak, not by free memory, which KASAN's
-		# quarantine keeps low.
-		chain = a.extra.get('debug_chain', '1000')
-		extra = {'fragments': frags,
-			 'config_name': 'debug',
-			 'guest_env': (('PERFCTR_FUZZ_CALLS', calls),
-				       ('PERFCTR_CHAIN', chain),
-				       ('PERFCTR_RACE_ITERS', '200'),
-				       ('PERFCTR_CHAIN_BUDGET_KB', '0'),
-				       # each program's bound in the guest, x3
-				       ('PERFCTR_TIMEOUT_SCALE', '3'))}
+	arches.get(arch)	# an unknown arch fails here, at once
+	extra = pipeline.config_options(arch, 'debug') if debug else {}
 	# The debug guest is slow everywhere (measured under TCG: 160 s to
 	# boot, 341 s for the Python checks, kmemleak scans): 40 minutes.
 	if timeout is None:
@@ -445,3 +421,85 @@ def bisect(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 				      'without warnings')
 		return 1 if bad else 0
 	_finish(pipeline.guarded(run))
+
+
+@task(help={'results': 'a results.json, or the directory holding it '
+		       '(default: results/latest)',
+	    'kcidb': 'write the run as KCIDB I/O JSON (KernelCI\'s schema, '
+		     'validated with kcidb-io) beside it, or to --out',
+	    'out': 'where the KCIDB JSON goes (default: kcidb.json beside '
+		   'results.json)',
+	    'url_base': 'the URL the results directory is published at, for '
+			'the tests\' log URLs (default: its file:// URI)',
+	    'origin': 'the KCIDB origin: your CI system\'s name (default '
+		      'perfctr)'})
+def report(c, results=None, kcidb=False, out=None, url_base='',
+	   origin='perfctr'):
+	"""Print a run's summary; with --kcidb also write it as KCIDB JSON."""
+	def run():
+		from pytools import kcidb as K, results as R
+		path = R.locate(Path(results) if results else None)
+		r = R.load(path)
+		print(R.summary(r))
+		if kcidb:
+			rep = K.write(r, path.parent, Path(out) if out else None,
+				      url_base, origin)
+			c = rep.counts
+			print(f'KCIDB: {c["checkouts"]} checkout, {c["builds"]} '
+			      f'build, {c["tests"]} tests; valid against kcidb-io '
+			      f'schema {K.schema_version()}')
+			print(rep.path)
+		return 0 if r.passed else 1
+	_finish(pipeline.guarded(run))
+
+
+@task(help={'arch': 'x86_64 (default), ppc64le, or all: the arch\'s first '
+		    'cell of pytools/data/matrix.toml (all: every arch\'s)',
+	    'cell': 'cells by name, comma-separated (e.g. ppc64le-lts-default-'
+		    'power10), or "all" for the whole matrix',
+	    'out': 'the directory to lay the jobs and artefacts out in, as a '
+		   'file server would publish it (default: results/lava)',
+	    'url': 'the URL that directory is published at (default: its '
+		   'file:// URI, which the local dispatcher reads)',
+	    'run': 'also run each QEMU job here with LAVA\'s dispatcher '
+		   '(lava-run) and compare with inv check\'s results of the '
+		   'same kernel',
+	    'reference': 'with --run: the inv check results.json to compare '
+			 'with (default: the newest of the same kernel and CPU)',
+	    'boards': 'also write each cell\'s job for its arch\'s real board '
+		      '(not run here)',
+	    'no_apply': 'build the tree as it is, uncommitted edits and all',
+	    'offline': 'use the cached base without asking apt for a newer one'})
+def lava(c, arch='x86_64', cell='', out='', url='', run=False, reference='',
+	 boards=False, no_apply=False, offline=False):
+	"""LAVA jobs for the matrix (tuxlava), validated with lava-run; --run runs them."""
+	def go():
+		from pytools import lava as L, matrix
+		if reference and not run:
+			raise UserError('--reference is for --run',
+					'add --run, or drop --reference')
+		if url and not re.match(r'^[a-z][a-z0-9+.-]*://', url):
+			raise UserError(f'--url {url}: not a URL',
+					'give the http(s):// or file:// URL the '
+					'--out directory is published at')
+		m = matrix.load()
+		names = [n.strip() for n in cell.split(',')] if cell and \
+			cell != 'all' else []
+		if cell == 'all':
+			cells = list(m.cells)
+		elif names:
+			cells = m.select(names=names)
+		else:
+			wanted = sorted(pipeline.arches.known()) if arch == 'all' \
+				else [pipeline.arches.get(arch).name]
+			cells = [m.select(a)[0] for a in wanted if m.select(a)]
+		ref = None
+		if reference:
+			from pytools import results as R
+			ref = R.locate(Path(reference))
+		ops = Ops()
+		L.lava_run(ops)		# the dispatcher is there, or exit 2 now
+		outdir = Path(out) if out else pipeline.paths.results_dir() / 'lava'
+		return L.main(cells, m, outdir, url, ops, run=run, reference=ref,
+			      boards=boards, apply=not no_apply, offline=offline)
+	_finish(pipeline.guarded(go))

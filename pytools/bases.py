@@ -143,18 +143,24 @@ class PackageFetcher:
 	"""apt-get with a private sources list, lists and cache."""
 
 	def __init__(self, ops: Ops, root: Path,
-		     sources: Optional[List[str]] = None) -> None:
+		     sources: Optional[List[str]] = None,
+		     arch: Optional[str] = None) -> None:
 		self.ops = ops
 		self.root = root
 		self.sources = sources
+		# a Debian architecture other than the machine's (ppc64el):
+		# its own lists, in its own root
+		self.arch = arch
 
 	def _apt_opts(self) -> List[str]:
 		r = self.root
+		arch = ['-o', f'APT::Architecture={self.arch}',
+			'-o', f'APT::Architectures={self.arch}'] if self.arch else []
 		return ['-o', f'Dir::Etc::sourcelist={r}/sources.list',
 			'-o', 'Dir::Etc::sourceparts=-',
 			'-o', f'Dir::State::Lists={r}/lists',
 			'-o', f'Dir::Cache={r}/cache',
-			'-o', 'APT::Sandbox::User=root', '-q']
+			'-o', 'APT::Sandbox::User=root', *arch, '-q']
 
 	def update(self, suites: List[str], force: bool = False) -> None:
 		texts = self.sources if self.sources is not None \

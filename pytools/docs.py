@@ -420,15 +420,74 @@ def latest_results(results: Path) -> List['snap.Run']:
 	inv bisect --boot's runs of series prefixes are not the series'."""
 	best: Dict[tuple, snap.Run] = {}
 	for f in sorted(results.glob('*/results.json')):
-		if '-bisect' in f.parent.name:
-			continue
+		if '-bisect' in f.parent.name or f.parent.is_symlink():
+			continue	# bisect prefixes; results/latest
 		try:
 			d = json.loads(f.read_text())
 		except (OSError, ValueError):
 			continue
+		if d.get('runner'):
+			continue	# a LAVA run: in the matrix table
 		r = snap.run_from_results(d, local_dir=f.parent.name)
 		best[(r.arch, r.base, r.config, r.cpu)] = r	# newest wins
 	return [best[k] for k in sorted(best, key=str)]
+
+
+def _config_name(fragments: List[str]) -> str:
+	return 'debug' if 'debug.config' in fragments else 'default'
+
+
+def cell_name(d: dict) -> str:
+	"""The matrix cell (matrix.Cell.name) a results.json belongs to."""
+	cpu = (d.get('qemu') or {}).get('cpu')
+	if not cpu and d.get('arch') in arches.known():
+		cpu = arches.get(d['arch']).extra.get('cpu')
+	return (f'{d.get("arch")}-{d.get("base", {}).get("name")}-'
+		f'{_config_name(d.get("config_fragments", []))}-{cpu or "max"}')
+
+
+def matrix_table(results: Path) -> str:
+	"""The matrix (pytools/data/matrix.toml), each cell with its newest
+	inv check and LAVA runs."""
+	from . import matrix
+	m = matrix.load()
+	newest: Dict[Tuple[str, str], dict] = {}
+	for f in sorted(results.glob('*/results.json')):
+		if '-bisect' in f.parent.name or f.parent.is_symlink():
+			continue	# bisect prefixes; results/latest
+		try:
+			d = json.loads(f.read_text())
+		except (OSError, ValueError):
+			continue
+		d['_dir'] = f.parent.name
+		kind = 'lava' if d.get('runner') else 'check'
+		newest[(cell_name(d), kind)] = d
+
+	def said(d: Optional[dict]) -> str:
+		if not d:
+			return 'not run'
+		c = d.get('counts', {})
+		return (f'{d.get("result", "?")} {c.get("PASS", 0)}/'
+			f'{c.get("FAIL", 0)}/{c.get("SKIP", 0)} ``{d["_dir"]}``')
+	text = (_title('Matrix', '-') +
+		'Every cell of ``pytools/data/matrix.toml``: ``inv check`` runs '
+		'it here, ``inv lava`` writes its LAVA job (``--run`` runs it '
+		'with LAVA\'s dispatcher here).  Counts are passed/failed/'
+		'skipped.\n\n'
+		'.. list-table::\n   :header-rows: 1\n\n'
+		'   * - cell\n     - in CI\n     - by hand\n     - inv check'
+		'\n     - LAVA (QEMU)\n')
+	for c in m.cells:
+		text += (f'   * - {c.name}\n     - {"yes" if c.ci else "no"}\n'
+			 f'     - ``{c.check_command()}``\n'
+			 f'     - {said(newest.get((c.name, "check")))}\n'
+			 f'     - {said(newest.get((c.name, "lava")))}\n')
+	text += '\nReal boards for a lab (``inv lava --boards``):\n\n'
+	for arch, b in sorted(m.boards.items()):
+		text += (f'- {arch}: LAVA device type ``{b.device_type}`` '
+			 f'(tuxlava ``{b.tuxlava_device}``), {b.boot}; adds '
+			 f'{b.adds}.\n')
+	return text + '\n'
 
 
 def _runs_table(runs: List['snap.Run'], local: bool,
@@ -533,6 +592,7 @@ def results_page(results: Path, s: Optional['snap.Snapshot'] = None,
 		'is written by hand), then the runs of this checkout\'s '
 		'``results/``, marked local, beside it: a local run never '
 		'replaces the published one.\n\n') + snapshot_status(s, current)
+	text += matrix_table(results)
 	if s is not None:
 		text += _runs_table(s.runs, False, names)
 		have = {(r.arch, r.config) for r in s.runs}

@@ -43,20 +43,33 @@ def cpio(entries: List[Tuple[str, int, bytes]]) -> bytes:
 	return out + b'\0' * (-len(out) % 512)
 
 
-def build(arch: ArchParams, tests: Optional[Path], out: Path, ops: Ops,
-	  bench: Sequence[Path] = ()) -> Path:
-	"""Compile /init for the arch and pack it with the tests (and benchmarks)."""
-	init = out.parent / 'guest-init'
+def compile_init(arch: ArchParams, out: Path, ops: Ops) -> Path:
+	"""guest_init/init.c, static, for the arch: the guest's /init here,
+	the test runner a LAVA job's shell starts (pytools/lava.py)."""
 	cc = f'{arch.cross_compile}gcc'
 	ops.require(cc, arch.cross_package)
-	ops.run([cc, '-static', '-O2', '-Wall', '-o', str(init), str(INIT_SRC)])
-	dirs = ['dev', 'proc', 'sys', 'tmp', 'tests'] + (['bench'] if bench else [])
-	entries = [(d, stat.S_IFDIR | 0o755, b'') for d in dirs]
-	entries.append(('init', stat.S_IFREG | 0o755, init.read_bytes()))
+	ops.run([cc, '-static', '-O2', '-Wall', '-o', str(out), str(INIT_SRC)])
+	return out
+
+
+def test_entries(tests: Optional[Path]) -> List[Tuple[str, int, bytes]]:
+	"""/tests and the kselftest programs in it (cpio entries)."""
+	entries = [('tests', stat.S_IFDIR | 0o755, b'')]
 	for t in sorted(tests.iterdir()) if tests else []:
 		if t.name.endswith('_test') and os.access(t, os.X_OK):
 			entries.append((f'tests/{t.name}', stat.S_IFREG | 0o755,
 					t.read_bytes()))
+	return entries
+
+
+def build(arch: ArchParams, tests: Optional[Path], out: Path, ops: Ops,
+	  bench: Sequence[Path] = ()) -> Path:
+	"""Compile /init for the arch and pack it with the tests (and benchmarks)."""
+	init = compile_init(arch, out.parent / 'guest-init', ops)
+	dirs = ['dev', 'proc', 'sys', 'tmp'] + (['bench'] if bench else [])
+	entries = [(d, stat.S_IFDIR | 0o755, b'') for d in dirs]
+	entries.append(('init', stat.S_IFREG | 0o755, init.read_bytes()))
+	entries += test_entries(tests)
 	for b in bench:
 		entries.append((f'bench/{b.name}', stat.S_IFREG | 0o755,
 				b.read_bytes()))

@@ -78,6 +78,41 @@ def validate(opts: Options) -> None:
 				'drop --cpu (it is for ppc64le: power9, power10)')
 
 
+def config_options(arch_name: str, config_name: str) -> dict:
+	"""The Options a kernel config adds ({} for the default): for
+	"debug", its fragments, build directory and the guest's bounds."""
+	if config_name == 'default':
+		return {}
+	if config_name != 'debug':
+		raise UserError(f'unknown kernel config {config_name!r}',
+				'use default or debug')
+	a = arches.get(arch_name)
+	# KASAN, lockdep and kmemleak under TCG: the fuzzer makes about
+	# 800 calls a second there (26,000 on the plain kernel), so the
+	# debug run makes 10^5 of them, not the default 10^6.
+	# debug.config, then the arch's additions if it needs any
+	# (kconfigs/debug-<arch>.config).
+	per_arch = f'debug-{arch_name}.config'
+	frags = (*a.fragments, 'debug.config') + \
+		((per_arch,) if (paths.REPO / 'kconfigs' / per_arch).exists()
+		 else ())
+	calls = a.extra.get('debug_fuzz_calls', '100000')
+	# The inheritance chain and the lifetime races: shorter (fork
+	# and exit take about 30 ms under KASAN, lockdep and kmemleak
+	# in TCG, measured: 10^4 generations ran past 300 s) and judged
+	# by KASAN and kmemleak, not by free memory, which KASAN's
+	# quarantine keeps low.
+	chain = a.extra.get('debug_chain', '1000')
+	return {'fragments': frags,
+		'config_name': 'debug',
+		'guest_env': (('PERFCTR_FUZZ_CALLS', calls),
+			      ('PERFCTR_CHAIN', chain),
+			      ('PERFCTR_RACE_ITERS', '200'),
+			      ('PERFCTR_CHAIN_BUDGET_KB', '0'),
+			      # each program's bound in the guest, x3
+			      ('PERFCTR_TIMEOUT_SCALE', '3'))}
+
+
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
 	return bases.resolve(opts.base, opts.tree, opts.ref, ops, opts.offline)
 

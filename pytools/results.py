@@ -6,7 +6,9 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
+
+from .errors import UserError
 
 
 class Status(enum.Enum):
@@ -40,6 +42,9 @@ class RunResult:
 	problems: List[str] = field(default_factory=list)
 	logs: Dict[str, str] = field(default_factory=dict)
 	started: str = ''
+	# what ran the guest when not the tools themselves (a LAVA
+	# dispatcher: its device type, job, version)
+	runner: Dict[str, str] = field(default_factory=dict)
 
 	def counts(self) -> Dict[str, int]:
 		c = {s.value: 0 for s in Status}
@@ -68,6 +73,31 @@ def from_json(text: str) -> RunResult:
 	d['tests'] = [TestCase(t['family'], t['name'], Status(t['status']),
 			       t.get('message', '')) for t in d['tests']]
 	return RunResult(**d)
+
+
+def locate(given: Optional[Path] = None) -> Path:
+	"""The results.json a user means: a file, a directory holding one,
+	or (nothing given) the newest run's, results/latest."""
+	from . import paths
+	p = given or paths.results_dir() / 'latest'
+	if p.is_dir():
+		p = p / 'results.json'
+	if not p.is_file():
+		raise UserError(f'{p}: no such results file',
+				'give --results a results.json, or the directory '
+				'of a run (results/<time>-<arch>-<base>); '
+				'"inv check" writes one')
+	return p
+
+
+def load(path: Path) -> RunResult:
+	"""A results.json read back, or a UserError saying what is wrong."""
+	try:
+		return from_json(path.read_text())
+	except (ValueError, KeyError, TypeError) as e:
+		raise UserError(f'{path}: not a perfctr results file ({e})',
+				'give the results.json an "inv check" wrote') \
+			from None
 
 
 def to_junit(run: RunResult) -> str:

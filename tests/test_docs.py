@@ -4,6 +4,7 @@ snapshot, a tiny real git tree for the range-diff, and made-up local
 results."""
 
 import json
+import shutil
 import re
 
 import pytest
@@ -275,3 +276,22 @@ def test_new_file_is_the_file_as_the_series_creates_it():
 		 if l.startswith('+') and not l.startswith('+++') and l[1:].strip()]
 	assert all(l in arch for l in added)
 	assert docs.new_file(paths.PATCHES, 'kernel/fork.c', Ops()) is None
+
+
+def test_results_page_has_the_matrix_with_check_and_lava_runs(tmp_path):
+	from pytools import matrix
+	_run(tmp_path, '20260101-000000-x86_64-lts', 'x86_64', ['a'], 'PASS')
+	d = tmp_path / '20260101-000100-x86_64-lts-lava'
+	shutil.copytree(tmp_path / '20260101-000000-x86_64-lts', d)
+	r = json.loads((d / 'results.json').read_text())
+	r['runner'] = {'kind': 'lava', 'device_type': 'qemu'}
+	(d / 'results.json').write_text(json.dumps(r))
+	page = docs.results_page(tmp_path)
+	for c in matrix.load().cells:
+		assert c.name in page and c.check_command() in page
+	row = page.split('x86_64-lts-default-max')[1].split('* -')[0]
+	assert '20260101-000000-x86_64-lts' in row
+	assert '20260101-000100-x86_64-lts-lava' in row
+	# the LAVA run is not taken for the newest inv check
+	assert [x.local_dir for x in docs.latest_results(tmp_path)] == \
+		['20260101-000000-x86_64-lts']

@@ -17,6 +17,7 @@ ARCH = ArchParams(
 	# test may run 300 s (its bound in guest_init/init.c) quietly.
 	silence={'default': 360.0, 'debug': 900.0},
 	extra={'machine': 'pseries', 'cpu': 'power9', 'console': 'hvc0',
+	       'debian_arch': 'ppc64el',
 	       # QEMU raises the pseries PMU's overflow interrupt from 8.1
 	       'qemu_min': '8.1',
 	       'qemu_min_why': 'the POWER PMU overflow interrupt needs',

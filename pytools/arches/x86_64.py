@@ -16,4 +16,7 @@ ARCH = ArchParams(
 	# the debug kernel boots for 160 s under TCG, KASAN and lockdep
 	# printing little, and kmemleak scans take minutes.
 	silence={'default': 120.0, 'debug': 600.0},
+	# Debian's name of the arch (packages for a LAVA ramdisk) and the
+	# serial console outside virtme-ng (a LAVA QEMU device, a board)
+	extra={'debian_arch': 'amd64', 'console': 'ttyS0'},
 )

@@ -3,7 +3,8 @@
  * /init of the initramfs guests (arches without a virtme-ng root): mount
  * what the tests need, run every /tests/ *_test program and then every
  * /bench/ program (inv bench), print each output and the kernel log
- * between markers on the console, power off.
+ * between markers on the console, power off.  Not PID 1 (a LAVA job's
+ * shell runs it as /perfctr/run): the same run, then exit 0.
  * The host cuts the console log back into the files pytools.guest would
  * have written (see pytools/initramfs.py).  Static, no libc beyond it.
  */
@@ -105,11 +106,18 @@ int main(void)
 	struct dirent *d;
 	DIR *dir;
 
-	mount("proc", "/proc", "proc", 0, NULL);
-	mount("sysfs", "/sys", "sysfs", 0, NULL);
-	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
-	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+	/*
+	 * As /init, mount what the tests need.  Started from a shell (the
+	 * test runner of a LAVA job, whose ramdisk's rcS mounted them),
+	 * the same run, without the mounts and without the power-off.
+	 */
+	if (getpid() == 1) {
+		mount("proc", "/proc", "proc", 0, NULL);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
+		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* The kernel's last console line may lack its newline. */
 	putchar('\n');
@@ -180,6 +188,8 @@ int main(void)
 	printf("}}}\n%s end\n", MARK);
 	printf("%s done\n", MARK);
 	fflush(stdout);
+	if (getpid() != 1)
+		return 0;
 	sync();
 	reboot(RB_POWER_OFF);
 	return 0;
