@@ -335,7 +335,7 @@ struct op {
 	void (*post)(int i);	/* untimed, after each call (bracket) */
 	void (*teardown)(void);
 	int failures;		/* calls that returned an error */
-	char why[160];		/* setup's failure */
+	char why[256];		/* setup's failure */
 };
 
 static int vfd = -1;		/* this thread's vperfctr (reads) */

@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: GPL-2.0
+"""inv bench's figures: from the guest's raw rounds to metrics and a table.
+
+Pure: no programs run here.  bench/perfctr_bench.c prints, a line each,
+a figure's rounds on one instrument ({name, unit, instrument, samples,
+overhead}), an instrument that cannot observe a figure ({..., unobservable})
+or a plain fact ({name, value, unit}).  reduce() turns them into metrics
+(dicts, as bench.json and the published snapshot hold them): every figure
+named <figure>.<instrument>, with its value, unit, method and the rounds it
+came from; exact instruments give the least round minus the least round of
+the overhead, wall time the medians' difference and the spread (largest
+over smallest round).  Derived metrics follow: perfctr over perf for each
+comparison of data/bench.toml, the instructions each context-switch
+configuration adds to no counters at all, and under wall time each ratio's
+noise: a ratio is "inside the noise" when the larger spread of its two
+figures (minus one) is at least its distance from 1.
+
+table() prints perfctr against perf and the floors, with the published
+cycle figures (Weaver's) beside them.
+"""
+
+import json
+import statistics
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+DATA = Path(__file__).parent / 'data' / 'bench.toml'
+
+
+def load_data(path: Path = DATA) -> dict:
+	return tomllib.loads(path.read_text())
+
+
+@dataclass(frozen=True)
+class Observation:
+	"""One figure on one instrument, as the guest printed it."""
+	figure: str
+	instrument: str
+	unit: str
+	samples: Tuple[float, ...] = ()
+	overhead: Optional[str] = None
+	unobservable: Optional[str] = None
+	boot: str = ''		# which guest boot (the host's label)
+
+
+def parse(text: str, boot: str = '') -> Tuple[List[Observation], List[dict]]:
+	"""The guest's lines: (observations, plain facts).  Anything else on
+	the console (kernel messages, a line cut short) is skipped."""
+	obs: List[Observation] = []
+	facts: List[dict] = []
+	for line in text.splitlines():
+		line = line.strip()
+		if not line.startswith('{'):
+			continue
+		try:
+			m = json.loads(line)
+		except ValueError:
+			continue
+		if not isinstance(m, dict) or not {'name', 'unit'} <= set(m):
+			continue
+		if 'instrument' in m and ('samples' in m or 'unobservable' in m):
+			samples = m.get('samples') or []
+			if not all(isinstance(s, (int, float)) for s in samples):
+				continue
+			obs.append(Observation(
+				figure=m['name'], instrument=m['instrument'],
+				unit=m['unit'], samples=tuple(samples),
+				overhead=m.get('overhead'),
+				unobservable=m.get('unobservable'), boot=boot))
+		elif 'value' in m and isinstance(m['value'], (int, float)):
+			facts.append({'name': m['name'], 'value': m['value'],
+				      'unit': m['unit'], 'boot': boot})
+	return obs, facts
+
+
+def _spread(samples: Sequence[float]) -> Optional[float]:
+	lo = min(samples)
+	return max(samples) / lo if lo > 0 else None
+
+
+def _central(instr: dict, samples: Sequence[float]) -> float:
+	return min(samples) if instr['exact'] else statistics.median(samples)
+
+
+def metric_name(figure: str, instrument: str) -> str:
+	return f'{figure}.{instrument}'
+
+
+def reduce(observations: Sequence[Observation],
+	   data: Optional[dict] = None) -> List[dict]:
+	"""Metrics, one per observation, then the derived ones."""
+	data = data or load_data()
+	instruments = data['instruments']
+	by_key = {(o.figure, o.instrument): o for o in observations}
+	out: List[dict] = []
+	for o in observations:
+		instr = instruments.get(o.instrument,
+					{'exact': False, 'method': o.instrument})
+		m = {'name': metric_name(o.figure, o.instrument),
+		     'figure': o.figure, 'instrument': o.instrument,
+		     'unit': o.unit, 'value': None,
+		     'what': data['figures'].get(o.figure, ''),
+		     'method': instr['method']}
+		if o.boot:
+			m['boot'] = o.boot
+		if o.unobservable or not o.samples:
+			m['unobservable'] = o.unobservable or 'no rounds'
+			out.append(m)
+			continue
+		value = _central(instr, o.samples)
+		ov = by_key.get((o.overhead, o.instrument)) if o.overhead else None
+		if ov is not None and ov.samples:
+			sub = _central(instr, ov.samples)
+			value -= sub
+			m['overhead'] = {'figure': o.overhead,
+					 'value': round(sub, 4)}
+		m['value'] = round(value, 4)
+		m['samples'] = list(o.samples)
+		m['spread'] = (round(_spread(o.samples), 4)
+			       if _spread(o.samples) else None)
+		out.append(m)
+	return out + derived(out, data)
+
+
+def _ratio_metric(name: str, a: dict, b: dict, what: str) -> dict:
+	m = {'name': name, 'unit': 'ratio', 'instrument': a['instrument'],
+	     'what': what, 'method': f'{a["name"]} / {b["name"]}',
+	     'value': None}
+	if a['value'] is None or b['value'] is None or b['value'] <= 0:
+		m['unobservable'] = (a.get('unobservable') or b.get('unobservable')
+				     or 'a figure is zero or negative')
+		return m
+	r = a['value'] / b['value']
+	m['value'] = round(r, 4)
+	if a.get('spread') and b.get('spread'):
+		noise = max(a['spread'], b['spread']) - 1
+		m['spread'] = round(max(a['spread'], b['spread']), 4)
+		m['inside_noise'] = noise >= abs(r - 1)
+	return m
+
+
+def derived(metrics: Sequence[dict], data: dict) -> List[dict]:
+	"""Ratios and differences from the reduced figures."""
+	by = {m['name']: m for m in metrics}
+	instrs = sorted({m['instrument'] for m in metrics
+			 if 'figure' in m})
+	out: List[dict] = []
+	for i in instrs:
+		for c in data['compare']:
+			a = by.get(metric_name(c['perfctr'], i))
+			b = by.get(metric_name(c['perf'], i))
+			if a and b:
+				out.append(_ratio_metric(
+					f'{c["perfctr"]}_vs_{c["perf"]}.{i}', a, b,
+					f'{c["what"]}: perfctr / perf'))
+		none = by.get(metric_name('ctxsw_none', i))
+		for f in data['report']['ctxsw'][1:]:
+			x = by.get(metric_name(f, i))
+			if not (x and none):
+				continue
+			if data['instruments'].get(i, {}).get('exact'):
+				d = {'name': f'{f}_added.{i}', 'unit': x['unit'],
+				     'instrument': i, 'value': None,
+				     'what': f'what {f} adds to a switch with no '
+					     f'counters', 'method':
+				     f'{x["name"]} - {none["name"]}'}
+				if x['value'] is None or none['value'] is None:
+					d['unobservable'] = (x.get('unobservable') or
+							     none.get('unobservable'))
+				else:
+					d['value'] = round(x['value'] - none['value'], 4)
+				out.append(d)
+			out.append(_ratio_metric(f'{f}_vs_none.{i}', x, none,
+						 f'{f} relative to no counters'))
+		getpid = by.get(metric_name('read_getpid', i))
+		if getpid and not data['instruments'].get(i, {}).get('exact'):
+			for m in metrics:
+				if (m.get('instrument') == i and
+				    m.get('figure', '').startswith('read_') and
+				    m['figure'] != 'read_getpid'):
+					out.append(_ratio_metric(
+						f'{m["figure"]}_vs_getpid.{i}', m,
+						getpid, f'{m["figure"]} / getpid()'))
+	return out
+
+
+# -- the table ----------------------------------------------------------------------
+
+def _fmt(m: Optional[dict]) -> str:
+	if m is None:
+		return '-'
+	if m['value'] is None:
+		return 'n/o'
+	v = m['value']
+	s = f'{v:,.1f}' if abs(v) < 1e5 else f'{v:,.0f}'
+	if m['unit'] == 'ratio':
+		s = f'{v:.2f}x'
+		if m.get('inside_noise'):
+			s += ' (noise)'
+		elif m.get('spread'):
+			s += f' ±{(m["spread"] - 1) * 100:.0f}%'
+	return s
+
+
+def _primary(by: Dict[str, dict], figure: str,
+	     order: Sequence[str]) -> Optional[dict]:
+	"""The figure on the first instrument in @order that observed it
+	(or the first that tried, to say why not)."""
+	tried = None
+	for i in order:
+		m = by.get(metric_name(figure, i))
+		if m is None:
+			continue
+		if m['value'] is not None:
+			return m
+		tried = tried or m
+	return tried
+
+
+def _grid(rows: List[List[str]]) -> str:
+	w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+	lines = []
+	for n, r in enumerate(rows):
+		lines.append('  '.join(c.ljust(w[i]) if i == 0 else c.rjust(w[i])
+				       for i, c in enumerate(r)).rstrip())
+		if n == 0:
+			lines.append('  '.join('-' * x for x in w))
+	return '\n'.join(lines)
+
+
+def table(metrics: Sequence[dict], data: Optional[dict] = None) -> str:
+	"""perfctr against perf and the floors, on the best instrument the run
+	had (exact ones first), the published cycles beside them; then the
+	context switches on every instrument; then what could not be
+	observed and why."""
+	data = data or load_data()
+	by = {m['name']: m for m in metrics}
+	present = [i for i in ('pmc5', 'icount', 'cpu0', 'wall')
+		   if any(m.get('instrument') == i for m in metrics)]
+	order = [i for i in present if i != 'cpu0']
+	anchors = {a['interface']: a for a in data['anchors']}
+	side = {s: [a for a in data['anchors'] if a['side'] == s]
+		for s in ('perfctr', 'perf')}
+
+	def anchor(c: dict, s: str) -> str:
+		if not c['anchor']:
+			return ''
+		vals = [str(a[c['anchor']]) for a in side[s] if c['anchor'] in a]
+		return '/'.join(vals) if vals else ''
+
+	rows = [['perfctr vs perf', 'perfctr', 'perf', 'ratio', 'unit',
+		 'instrument', 'Weaver perfctr', 'Weaver perf']]
+	for c in data['compare']:
+		a = _primary(by, c['perfctr'], order) if c['perfctr'] else None
+		b = _primary(by, c['perf'], order) if c['perf'] else None
+		if c['perfctr'].startswith('ctxsw') or c['perf'].startswith('ctxsw'):
+			continue
+		inst = (a or b or {}).get('instrument', '-')
+		r = by.get(f'{c["perfctr"]}_vs_{c["perf"]}.{inst}')
+		rows.append([c['what'], _fmt(a), _fmt(b), _fmt(r),
+			     (a or b or {}).get('unit', '-'), inst,
+			     anchor(c, 'perfctr'), anchor(c, 'perf')])
+	for f in data['report']['floors']:
+		m = _primary(by, f, order)
+		rows.append([f'floor: {f}', _fmt(m), '', '', (m or {}).get('unit', '-'),
+			     (m or {}).get('instrument', '-'), '', ''])
+	out = [_grid(rows)]
+
+	cs = [i for i in present if any(
+		m.get('figure') == 'ctxsw_none' and m.get('instrument') == i
+		for m in metrics)]
+	if cs:
+		rows = [['context switch (per switch)'] +
+			[f'{i}' for i in cs] + [f'added ({i})' for i in cs
+						if data['instruments'][i]['exact']] +
+			[f'vs none ({i})' for i in cs]]
+		for f in data['report']['ctxsw']:
+			rows.append([f[len('ctxsw_'):]] +
+				    [_fmt(by.get(metric_name(f, i))) for i in cs] +
+				    [_fmt(by.get(f'{f}_added.{i}')) if f != 'ctxsw_none'
+				     else '' for i in cs
+				     if data['instruments'][i]['exact']] +
+				    [_fmt(by.get(f'{f}_vs_none.{i}')) if f != 'ctxsw_none'
+				     else '' for i in cs])
+		out.append(_grid(rows))
+		out.append('units: ' + ', '.join(
+			f'{i}: {next(m["unit"] for m in metrics if m.get("instrument") == i and m.get("figure") == "ctxsw_none")}'
+			for i in cs))
+
+	src = data['anchor_source']
+	out.append(f'Weaver columns: {src["cite"]}, {src["unit"]}; not measured '
+		   f'here.  ' + '; '.join(
+			   f'{a["interface"]}: read {a.get("read", "-")} start '
+			   f'{a.get("start", "-")} stop {a.get("stop", "-")}'
+			   for a in anchors.values()))
+	why = sorted({(m['name'], m['unobservable']) for m in metrics
+		      if m.get('unobservable') and 'figure' in m})
+	if why:
+		out.append('n/o = not observable:\n' + '\n'.join(
+			f'  {n}: {w}' for n, w in why))
+	noisy = [m['name'] for m in metrics if m.get('inside_noise')]
+	if noisy:
+		out.append('inside the noise (spread over identical rounds >= '
+			   'the effect): ' + ', '.join(noisy))
+	return '\n\n'.join(out) + '\n'
+
+
+def anchors_json(data: Optional[dict] = None) -> dict:
+	data = data or load_data()
+	return {'source': data['anchor_source']['cite'],
+		'unit': data['anchor_source']['unit'],
+		'rows': data['anchors']}
