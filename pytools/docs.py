@@ -719,18 +719,19 @@ def _bench_section(b: dict, heading: str, out: Optional[Path],
 def bench_page(results: Path, out: Optional[Path] = None,
 	       s: Optional['snap.Snapshot'] = None) -> str:
 	text = SUBST + _title('Benchmarks') + (
-		'``inv bench`` runs ``bench/perfctr_bench.c`` in the guest: the '
-		'bare time-stamp counter, perfctr\'s fast user-space read, '
-		'``vperfctr_read()``, ``read()`` of a perf_event task-clock '
-		'counter, ``clock_gettime(CLOCK_THREAD_CPUTIME_ID)`` and '
-		'``getpid()`` as the system-call floor; starting counters with '
-		'``vperfctr_control()`` and with perf\'s ENABLE ioctl; and a '
-		'pipe ping-pong between two threads on one CPU with no counters, '
-		'with the static key on but the threads unmonitored, with a '
-		'vperfctr on both and with a perf task-clock counter on both.  '
-		'Under QEMU TCG wall time is indicative only: read the ratios '
-		'within one run, and on ppc64le the instruction counts, which '
-		'the emulated PMC5 counts exactly.\n\n') + weaver()
+		'``inv bench`` runs ``bench/perfctr_bench.c`` in the guest: '
+		'perfctr\'s fast read, ``vperfctr_read()``, ``vperfctr_control()`` '
+		'(a new control and an unchanged one), ``vperfctr_iresume()`` and '
+		'the context switch with and without counters, next to perf\'s '
+		'``read()``, ENABLE/DISABLE, ``perf_event_open()`` + ENABLE and '
+		'REFRESH, and the floors (``clock_gettime``, ``getpid()``).  '
+		'Instructions are exact: QEMU ``-icount`` makes the guest clock '
+		'count every guest instruction (both arches), and on ppc64le the '
+		'emulated PMC5 counts the thread\'s own; under TCG wall time is '
+		'indicative only and each ratio carries its spread over identical '
+		'rounds.  Each metric names its instrument and method; '
+		'``docs/benchmarks.md`` in the repository says what each figure '
+		'includes and which instrument can observe what.\n\n') + weaver()
 	text += _title('Published', '-')
 	if s is None or not s.bench:
 		text += ('The published snapshot holds no benchmark run' +
