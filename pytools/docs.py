@@ -614,11 +614,11 @@ def bench_charts(metrics: List[dict]) -> List[Tuple[str, List[Tuple[str, float]]
 	"""The comparisons to chart, from a bench run's metrics (bench.json
 	and the snapshot hold them alike; names as pytools/bench_report.py
 	makes them: <figure>.<instrument>); charts with under two bars are
-	left out.  Instructions come from the exact instruments (pmc5 first,
-	then icount), time from wall."""
+	left out.  Instructions come from icount (exact), else pmc5, time
+	from wall."""
 	from . import bench_report
 	data = bench_report.load_data()
-	exact = ('pmc5', 'icount')
+	exact = ('icount', 'pmc5')
 	pairs = []
 	for c in data['compare']:
 		for side in ('perfctr', 'perf'):

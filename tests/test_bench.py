@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """inv bench: what the guest prints becomes metrics and a table; the
-guest program builds.  No figure is asserted: the fixtures are made up."""
+guest program builds.  No figure is asserted: expectations are computed
+from the fixtures' rounds (ppc64le-icount.jsonl is a real guest's output,
+synthetic-x86_64-wall.jsonl is made up to exercise the noise verdict)."""
 
 import re
 import shutil
@@ -24,16 +26,25 @@ def _metrics(*files):
 	return bench_report.reduce(obs) + facts
 
 
+PPC = 'ppc64le-icount.jsonl'
+
+
+def _samples(figure, instrument):
+	obs, _ = bench_report.parse((DATA / PPC).read_text())
+	return next(o.samples for o in obs
+		    if (o.figure, o.instrument) == (figure, instrument))
+
+
 def test_parse_keeps_figures_unobservables_and_facts_only():
-	obs, facts = bench_report.parse(
-		(DATA / 'synthetic-ppc64le.jsonl').read_text(), boot='icount')
+	text = (DATA / PPC).read_text() + '{"name": "broken", "unit": \n'
+	obs, facts = bench_report.parse(text, boot='icount')
 	assert 'broken' not in {o.figure for o in obs}
 	assert {f['name'] for f in facts} >= {'counters_are_hardware',
 					      'icount_ticks_per_instruction'}
 	hw = [o for o in obs if o.figure == 'read_perf_read_hw_instructions']
 	assert [o.instrument for o in hw] == ['pmc5', 'icount']
 	assert 'holds the PMU' in hw[0].unobservable and not hw[0].samples
-	assert hw[1].samples == (700.0, 701.0, 702.0)
+	assert len(hw[1].samples) == 5 and hw[1].overhead == 'loop_empty'
 	assert all(o.boot == 'icount' for o in obs)
 	# the old plain-metric entry point still gives the facts
 	assert bench.parse_metrics('{"name": "x", "value": 1, "unit": "s"}\n'
@@ -42,28 +53,41 @@ def test_parse_keeps_figures_unobservables_and_facts_only():
 
 
 def test_exact_figures_are_the_least_round_minus_the_overhead():
-	by = {m['name']: m for m in _metrics(('synthetic-ppc64le.jsonl', ''))}
-	m = by['read_vperfctr_read.pmc5']
-	assert m['value'] == 775 - 5 and m['unit'] == 'instructions'
-	assert m['overhead'] == {'figure': 'loop_empty', 'value': 5.0}
-	assert 'PMC5' in m['method'] and m['samples'] == [775, 776, 780]
-	assert by['start_vperfctr_control_new.icount']['value'] == 2040 - 40
+	by = {m['name']: m for m in _metrics((PPC, ''))}
+	m = by['read_vperfctr_read.icount']
+	loop = min(_samples('loop_empty', 'icount'))
+	assert m['value'] == pytest.approx(
+		min(_samples('read_vperfctr_read', 'icount')) - loop, abs=1e-3)
+	assert m['unit'] == 'instructions'
+	assert m['overhead'] == {'figure': 'loop_empty', 'value': round(loop, 4)}
+	assert '-icount' in m['method']
+	assert m['samples'] == list(_samples('read_vperfctr_read', 'icount'))
+	b = by['start_vperfctr_control_new.icount']
+	assert b['overhead']['figure'] == 'bracket_empty'
 	# no overhead named: the least round as it is
-	assert by['ctxsw_none.cpu0']['value'] == 3000
-	assert by['loop_empty.icount']['value'] == 5.0
+	assert by['ctxsw_none.cpu0']['value'] == min(_samples('ctxsw_none', 'cpu0'))
 	u = by['read_perf_read_hw_instructions.pmc5']
 	assert u['value'] is None and 'holds the PMU' in u['unobservable']
 
 
 def test_derived_ratios_and_what_a_switch_configuration_adds():
-	by = {m['name']: m for m in _metrics(('synthetic-ppc64le.jsonl', ''))}
-	r = by['read_vperfctr_read_vs_read_perf_read_task_clock.pmc5']
-	assert r['value'] == round(770 / 610, 4) and r['unit'] == 'ratio'
-	assert by['ctxsw_vperfctr_pmc_both_added.icount']['value'] == 3400 - 3100
-	assert by['ctxsw_perf_hw_instructions_both_added.icount']['value'] == 200
+	by = {m['name']: m for m in _metrics((PPC, ''))}
+	a = by['read_vperfctr_read.icount']['value']
+	b = by['read_perf_read_task_clock.icount']['value']
+	r = by['read_vperfctr_read_vs_read_perf_read_task_clock.icount']
+	assert r['value'] == round(a / b, 4) and r['unit'] == 'ratio'
+	assert 'inside_noise' not in r		# exact: no noise verdict
+	added = by['ctxsw_vperfctr_pmc_both_added.icount']['value']
+	assert added == pytest.approx(
+		min(_samples('ctxsw_vperfctr_pmc_both', 'icount')) -
+		min(_samples('ctxsw_none', 'icount')), abs=1e-3)
 	# an unobservable side makes the derived figure unobservable, not 0
-	a = by['ctxsw_vperfctr_pmc_both_added.cpu0']
-	assert a['value'] is None and 'holds the PMU' in a['unobservable']
+	u = by['ctxsw_vperfctr_pmc_both_added.cpu0']
+	assert u['value'] is None and 'holds the PMU' in u['unobservable']
+	# how much of icount's count QEMU's PMU sees
+	s = by['loop_empty_pmc5_over_icount']
+	assert s['value'] == round(by['loop_empty.pmc5']['value'] /
+				   by['loop_empty.icount']['value'], 4)
 
 
 def test_wall_ratios_carry_their_spread_and_a_noise_verdict():
@@ -83,20 +107,24 @@ def test_wall_ratios_carry_their_spread_and_a_noise_verdict():
 
 
 def test_table_compares_perfctr_with_perf_floors_and_anchors():
-	ms = _metrics(('synthetic-ppc64le.jsonl', 'icount'))
+	ms = _metrics((PPC, 'icount'))
+	by = {m['name']: m for m in ms}
 	text = bench_report.table(ms)
 	row = next(l for l in text.splitlines()
 		   if l.startswith('read, system call (perf: task-clock)'))
-	assert '770.0' in row and '610.0' in row and '1.26x' in row
-	assert 'pmc5' in row and '2879' in row
+	ratio = by['read_vperfctr_read_vs_read_perf_read_task_clock.icount']
+	assert f'{by["read_vperfctr_read.icount"]["value"]:,.1f}' in row
+	assert f'{ratio["value"]:.2f}x' in row
+	assert 'icount' in row and '2879/3173' in row	# perf read() anchors
 	fast = next(l for l in text.splitlines()
 		    if l.startswith('read, user space'))
-	assert '133' in fast and '143' in fast
+	assert fast.split()[-2:] == ['133', '143']
 	assert 'floor: read_getpid' in text
 	sw = next(l for l in text.splitlines() if l.startswith('vperfctr_pmc_both'))
-	assert 'n/o' in sw and '3,400.0' in sw and '300.0' in sw
+	assert 'n/o' in sw
 	assert 'ctxsw_vperfctr_pmc_both.cpu0: perf cannot count' in text
 	assert 'Weaver' in text and 'ISPASS 2015' in text
+	assert "QEMU's PMU sees" in text
 	wall = bench_report.table(_metrics(('synthetic-x86_64-wall.jsonl', '')))
 	assert 'inside the noise' in wall and '(noise)' in wall
 
@@ -110,12 +138,13 @@ def test_anchors_are_the_published_weaver_figures():
 
 
 def test_docs_charts_read_the_new_metric_names(tmp_path):
-	ms = _metrics(('synthetic-ppc64le.jsonl', 'icount'))
+	ms = _metrics((PPC, 'icount'))
+	by = {m['name']: m for m in ms}
 	charts = {t: bars for t, bars, _ in docs.bench_charts(ms)}
 	reads = dict(charts['reads: instructions per operation'])
-	assert reads['vperfctr_read'] == 770 and reads['getpid'] == 185
+	assert reads['vperfctr_read'] == by['read_vperfctr_read.icount']['value']
 	sw = dict(charts['context switch: instructions per switch (icount)'])
-	assert sw['vperfctr_pmc_both'] == 3400
+	assert sw['vperfctr_pmc_both'] == by['ctxsw_vperfctr_pmc_both.icount']['value']
 	section = docs._bench_section({'meta': {'arch': 'ppc64le'},
 				       'metrics': ms,
 				       'table': bench_report.table(ms)},
