@@ -185,3 +185,19 @@ def test_the_guest_program_builds(tmp_path, cc):
 			    *defs, '-o', str(tmp_path / 'b.o'), str(bench.SOURCE)],
 			   capture_output=True, text=True)
 	assert r.returncode == 0, r.stderr
+
+
+def test_the_icount_boot_asks_qemu_for_it_before_the_command(tmp_path):
+	from pytools import boot
+	from pytools.arches import known
+	req = boot.BootRequest(
+		arch=known()['x86_64'], image=tmp_path / 'bzImage', command='true',
+		accel=boot.AccelChoice(boot.Accel.TCG, 'test'), rwdirs=(),
+		log=tmp_path / 'log', timeout=1, cpus=1,
+		qemu_opts=bench.ICOUNT_OPTS)
+	argv = boot.vng_argv(req, 'vng')
+	i = argv.index('--qemu-opts=-icount shift=0,sleep=off')
+	assert argv[i + 1:] == ['--exec', 'true'] and '--disable-kvm' in argv
+	# only the arch's listed boots run
+	assert known()['ppc64le'].bench_boots == ('icount',)
+	assert known()['x86_64'].bench_boots == ('wall', 'icount')
