@@ -209,10 +209,10 @@ def _fmt(m: Optional[dict]) -> str:
 	s = f'{v:,.1f}' if abs(v) < 1e5 else f'{v:,.0f}'
 	if m['unit'] == 'ratio':
 		s = f'{v:.2f}x'
+		if m.get('spread') and 'inside_noise' in m:
+			s += f' ±{(m["spread"] - 1) * 100:.0f}%'
 		if m.get('inside_noise'):
 			s += ' (noise)'
-		elif m.get('spread'):
-			s += f' ±{(m["spread"] - 1) * 100:.0f}%'
 	return s
 
 
@@ -265,23 +265,33 @@ def table(metrics: Sequence[dict], data: Optional[dict] = None) -> str:
 		return '/'.join(str(a[c['anchor']]) for a in rows
 				if c['anchor'] in a)
 
-	rows = [['perfctr vs perf', 'perfctr', 'perf', 'ratio', 'unit',
-		 'instrument', 'Weaver perfctr', 'Weaver perf']]
-	for c in data['compare']:
-		a = _primary(by, c['perfctr'], order) if c['perfctr'] else None
-		b = _primary(by, c['perf'], order) if c['perf'] else None
-		if c['perfctr'].startswith('ctxsw') or c['perf'].startswith('ctxsw'):
-			continue
-		inst = (a or b or {}).get('instrument', '-')
-		r = by.get(f'{c["perfctr"]}_vs_{c["perf"]}.{inst}')
-		rows.append([c['what'], _fmt(a), _fmt(b), _fmt(r),
-			     (a or b or {}).get('unit', '-'), inst,
-			     anchor(c, 'perfctr'), anchor(c, 'perf')])
-	for f in data['report']['floors']:
-		m = _primary(by, f, order)
-		rows.append([f'floor: {f}', _fmt(m), '', '', (m or {}).get('unit', '-'),
-			     (m or {}).get('instrument', '-'), '', ''])
-	out = [_grid(rows)]
+	def compare(order: Sequence[str], title: str) -> str:
+		rows = [[title, 'perfctr', 'perf', 'ratio', 'unit',
+			 'instrument', 'Weaver perfctr', 'Weaver perf']]
+		for c in data['compare']:
+			if c['perfctr'].startswith('ctxsw') or c['perf'].startswith('ctxsw'):
+				continue
+			a = _primary(by, c['perfctr'], order) if c['perfctr'] else None
+			b = _primary(by, c['perf'], order) if c['perf'] else None
+			inst = (a or b or {}).get('instrument', '-')
+			r = by.get(f'{c["perfctr"]}_vs_{c["perf"]}.{inst}')
+			rows.append([c['what'], _fmt(a), _fmt(b), _fmt(r),
+				     (a or b or {}).get('unit', '-'), inst,
+				     anchor(c, 'perfctr'), anchor(c, 'perf')])
+		for f in data['report']['floors']:
+			m = _primary(by, f, order)
+			rows.append([f'floor: {f}', _fmt(m), '', '',
+				     (m or {}).get('unit', '-'),
+				     (m or {}).get('instrument', '-'), '', ''])
+		return _grid(rows)
+
+	exact = [i for i in order if data['instruments'][i]['exact']]
+	out = []
+	if exact:
+		out.append(compare(exact, 'perfctr vs perf (instructions)'))
+	if 'wall' in order:
+		out.append(compare(['wall'], 'perfctr vs perf (wall time; '
+				   '±: spread over identical rounds)'))
 
 	cs = [i for i in present if any(
 		m.get('figure') == 'ctxsw_none' and m.get('instrument') == i
