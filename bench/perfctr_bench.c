@@ -575,10 +575,34 @@ static int s_iresume(void)
 	return ifd >= 0 ? 0 : -errno;
 }
 
+/* After a round: the last call must have re-armed an overflow. */
+static int rearm_unverified[2];
+
 static void t_iresume(void)
 {
+	struct vperfctr_sums s;
+
+	if (syscall(__NR_vperfctr_read, ifd, &s, sizeof(s), 0) ||
+	    !(s.status & VPERFCTR_STATUS_SUSPENDED))
+		rearm_unverified[0]++;
 	drop_vperfctr(ifd);
 	ifd = -1;
+}
+
+/*
+ * perf disables the event at the overflow the limit allows: its count
+ * stands still afterwards.  A throttled event (too many overflows in a
+ * tick) would keep counting instead.
+ */
+static void t_refresh(void)
+{
+	uint64_t a = 0, b = 0;
+
+	if (read(efd, &a, sizeof(a)) != sizeof(a) ||
+	    (known_loop(10000), read(efd, &b, sizeof(b))) != sizeof(b) ||
+	    b != a)
+		rearm_unverified[1]++;
+	t_efd();
 }
 
 static void c_iresume(int i)
@@ -649,7 +673,7 @@ static struct op ops[] = {
 	  .setup = s_iresume, .teardown = t_iresume, .needs_hw = 1,
 	  .no_pmc5 = NOT_SELF },
 	{ .name = "rearm_perf_ioc_refresh", .n = 500, .call = c_refresh,
-	  .setup = s_refresh, .teardown = t_efd, .needs_hw = 1,
+	  .setup = s_refresh, .teardown = t_refresh, .needs_hw = 1,
 	  .no_pmc5 = NOT_HW },
 };
 #define NR_OPS	(int)(sizeof(ops) / sizeof(ops[0]))
@@ -1036,6 +1060,17 @@ static void switches(void)
 		}
 }
 
+static int write_proc(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(v, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 int main(void)
 {
 	const char *ic = getenv("PERFCTR_BENCH_ICOUNT");
@@ -1048,6 +1083,16 @@ int main(void)
 	has_pmc = info.cpu_type == PERFCTR_CPU_PPC64_BOOK3S;
 	icount = ic && atoi(ic) == 1;
 	pin0();
+	/*
+	 * perf throttles an event that overflows more than
+	 * max_sample_rate / HZ times in a tick, and lowers the rate when
+	 * its interrupts take long: the REFRESH cycle (an overflow every
+	 * call) would measure a throttled event.  Lift both, as root.
+	 */
+	fact("perf_throttle_lifted",
+	     write_proc("/proc/sys/kernel/perf_cpu_time_max_percent", "0") == 0 &&
+	     write_proc("/proc/sys/kernel/perf_event_max_sample_rate",
+			"10000000") == 0, "bool");
 	probe_perf_hw();	/* before perfctr takes the PMU */
 	if (control_pmc(&c))
 		control_tsc(&c);
@@ -1077,6 +1122,12 @@ int main(void)
 	vfd = -1;
 	run_pass(1);
 	report_ops(has_pmc);
+	if (!ops[NR_OPS - 2].why[0])
+		fact("rearm_vperfctr_iresume_rounds_not_suspended",
+		     rearm_unverified[0], "count");
+	if (!ops[NR_OPS - 1].why[0])
+		fact("rearm_perf_ioc_refresh_rounds_still_counting",
+		     rearm_unverified[1], "count");
 	close(pfd);
 	sleep(2);	/* the static key's decrement is deferred by a second */
 	switches();
