@@ -322,6 +322,25 @@ def table(metrics: Sequence[dict], data: Optional[dict] = None) -> str:
 			   "(it skips blocks ending in an indirect branch): " +
 			   ', '.join(f'{m["method"].split(" / ")[0]} '
 				     f'{m["value"]:.2f}' for m in under))
+	facts = {m['name']: m['value'] for m in metrics
+		 if 'figure' not in m and isinstance(m.get('value'), (int, float))}
+	checks = []
+	if 'icount_ticks_per_instruction' in facts:
+		checks.append(
+			f'icount calibration {facts["icount_ticks_per_instruction"]:.4f} '
+			f'ticks/instruction (a loop of '
+			f'{facts.get("icount_calibration_loop_expected", 0):,.0f} '
+			f'instructions counted '
+			f'{facts.get("icount_calibration_loop_instructions", 0):,.0f})')
+	if 'perf_throttle_lifted' in facts:
+		checks.append('perf throttle lifted: ' +
+			      ('yes' if facts['perf_throttle_lifted'] else 'NO'))
+	for n, v in sorted(facts.items()):
+		if n.endswith(('_rounds_not_suspended', '_rounds_still_counting',
+			       '_failed_calls')):
+			checks.append(f'{n}: {v:g}')
+	if checks:
+		out.append('checks: ' + '; '.join(checks))
 	src = data['anchor_source']
 	out.append(f'Weaver columns: {src["cite"]}, {src["unit"]}; not measured '
 		   f'here.  ' + '; '.join(

@@ -127,6 +127,10 @@ def test_table_compares_perfctr_with_perf_floors_and_anchors():
 	assert "QEMU's PMU sees" in text
 	wall = bench_report.table(_metrics(('synthetic-x86_64-wall.jsonl', '')))
 	assert 'inside the noise' in wall and '(noise)' in wall
+	# what the guest checked is printed, failures included
+	assert 'perf throttle lifted: NO' in wall
+	assert 'read_vperfctr_read_failed_calls: 0.5' in wall
+	assert 'icount calibration 0.51' in text
 
 
 def test_anchors_are_the_published_weaver_figures():
