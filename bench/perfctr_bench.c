@@ -1089,10 +1089,12 @@ int main(void)
 	 * its interrupts take long: the REFRESH cycle (an overflow every
 	 * call) would measure a throttled event.  Lift both, as root.
 	 */
-	fact("perf_throttle_lifted",
-	     write_proc("/proc/sys/kernel/perf_cpu_time_max_percent", "0") == 0 &&
+	fact("perf_throttle_lifted",	/* the rate first: it is refused
+					 * once the percent is 0 */
 	     write_proc("/proc/sys/kernel/perf_event_max_sample_rate",
-			"10000000") == 0, "bool");
+			"10000000") == 0 &&
+	     write_proc("/proc/sys/kernel/perf_cpu_time_max_percent", "0") == 0,
+	     "bool");
 	probe_perf_hw();	/* before perfctr takes the PMU */
 	if (control_pmc(&c))
 		control_tsc(&c);
