@@ -116,8 +116,16 @@ def reduce(observations: Sequence[Observation],
 			value -= sub
 			m['overhead'] = {'figure': o.overhead,
 					 'value': round(sub, 4)}
-		m['value'] = round(value, 4)
 		m['samples'] = list(o.samples)
+		if value <= 0 and not instr['exact']:
+			# a wall figure below its own overhead: lost in the noise
+			m['unobservable'] = (
+				f'below the noise: median {_central(instr, o.samples):.4g} '
+				f'{o.unit} is not above the median of {o.overhead} '
+				f'({m["overhead"]["value"]:.4g} {o.unit})')
+			out.append(m)
+			continue
+		m['value'] = round(value, 4)
 		m['spread'] = (round(_spread(o.samples), 4)
 			       if _spread(o.samples) else None)
 		out.append(m)

@@ -102,6 +102,9 @@ def test_wall_ratios_carry_their_spread_and_a_noise_verdict():
 	# vperfctr_read is 2.6 x getpid, well outside getpid's 1.5 x spread
 	v = by['read_vperfctr_read_vs_getpid.wall']
 	assert v['inside_noise'] is False and v['value'] > 2
+	# below its overhead's median: not a negative time, but 'the noise'
+	r = by['read_rdtsc.wall']
+	assert r['value'] is None and 'below the noise' in r['unobservable']
 	# wall time gives no 'added' instructions
 	assert 'ctxsw_perf_task_clock_both_added.wall' not in by
 
