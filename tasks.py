@@ -302,7 +302,9 @@ def _check_opts(arch, base, tree, ref, offline, jobs, accel, timeout,
 			 'guest_env': (('PERFCTR_FUZZ_CALLS', calls),
 				       ('PERFCTR_CHAIN', chain),
 				       ('PERFCTR_RACE_ITERS', '200'),
-				       ('PERFCTR_CHAIN_BUDGET_KB', '0'))}
+				       ('PERFCTR_CHAIN_BUDGET_KB', '0'),
+				       # each program's bound in the guest, x3
+				       ('PERFCTR_TIMEOUT_SCALE', '3'))}
 	# The debug guest is slow everywhere (measured under TCG: 160 s to
 	# boot, 341 s for the Python checks, kmemleak scans): 40 minutes.
 	if timeout is None:

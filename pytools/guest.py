@@ -134,6 +134,9 @@ def main(argv=None) -> int:
 	summary = {'uname': os.uname().release, 'families': {}}
 	test_env = dict(e.split('=', 1) for e in args.env if '=' in e)
 	summary['env'] = test_env
+	# A slow kernel (the debug one: KASAN, lockdep) stretches every
+	# program's bound, as kunit.py's --timeout does for a whole run.
+	scale = float(test_env.get('PERFCTR_TIMEOUT_SCALE', '1'))
 	kmemleak = kmemleak_start()
 
 	if args.kselftests and args.kselftests.is_dir():
@@ -145,7 +148,7 @@ def main(argv=None) -> int:
 			   prog.name.endswith('_test'):
 				runs[prog.name] = _run([str(prog)],
 						       out / f'kselftest-{prog.name}.tap',
-						       KSELFTEST_TIMEOUTS.get(
+						       scale * KSELFTEST_TIMEOUTS.get(
 							       prog.name,
 							       KSELFTEST_TIMEOUT),
 						       test_env,
@@ -159,7 +162,7 @@ def main(argv=None) -> int:
 			[sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider',
 			 '-v', '-rs', f'--junitxml={out / "pytest.xml"}',
 			 str(args.pytest)],
-			out / 'pytest.log', PYTEST_TIMEOUT, env, 'pytest',
+			out / 'pytest.log', scale * PYTEST_TIMEOUT, env, 'pytest',
 			'abi_checks')
 
 	if kmemleak:

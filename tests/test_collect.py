@@ -84,6 +84,41 @@ def test_kernel_reports_are_found_and_quoted():
 	assert clean.status is Status.PASS
 
 
+_WARN_ALLOC = """\
+[   12.200000] vperfctr_fault_: page allocation failure: order:0, mode:0x400cc0(GFP_KERNEL_ACCOUNT), nodemask=(null),cpuset=/,mems_allowed=0
+[   12.200001] CPU: 1 UID: 0 PID: 80 Comm: vperfctr_fault_ Not tainted 6.12.117 #1
+[   12.200002] Hardware name: QEMU Standard PC (Q35 + ICH9, 2009)
+[   12.200003] Call Trace:
+[   12.200004]  <TASK>
+[   12.200005]  dump_stack_lvl+0x5d/0x80
+[   12.200006]  warn_alloc+0x164/0x190
+[   12.200007]  __alloc_pages_slowpath.constprop.0+0xd2a/0xe00
+[   12.200008] Mem-Info:
+"""
+_BEGIN = '[   12.100000] perfctr-fault-test: injecting allocation failures\n'
+_END = '[   12.300000] perfctr-fault-test: injections done\n'
+_WARN = """\
+[   12.250000] WARNING: CPU: 1 PID: 80 at drivers/perfctr/virtual.c:341 vperfctr_alloc+0x10/0x20
+[   12.250001] Call Trace:
+"""
+
+
+def test_injected_allocation_failures_are_excused_between_the_markers():
+	"""The fault test's own allocation warnings are not reports; the same
+	warning outside its markers is, and so is anything else inside."""
+	inside = (_BEGIN + _WARN_ALLOC + _END).splitlines()
+	assert collect.kernel_log_case(inside, 'dmesg').status is Status.PASS
+	outside = (_WARN_ALLOC + _BEGIN + _END).splitlines()
+	assert collect.kernel_log_case(outside, 'dmesg').status is Status.FAIL
+	warn = (_BEGIN + _WARN_ALLOC + _WARN + _END).splitlines()
+	case = collect.kernel_log_case(warn, 'dmesg')
+	assert case.status is Status.FAIL and 'vperfctr_alloc' in case.message
+	# A test that died between its markers excuses allocation warnings
+	# only, to the end of the log.
+	died = (_BEGIN + _WARN_ALLOC + _WARN).splitlines()
+	assert collect.kernel_log_case(died, 'dmesg').status is Status.FAIL
+
+
 def test_guest_that_never_finished(tmp_path):
 	"""A panic: no guest.json, the console says why, and it is quoted."""
 	out = tmp_path / 'guest'

