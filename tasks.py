@@ -176,8 +176,7 @@ def bench(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 			     None if accel == 'auto' else accel, o.timeout,
 			     ops)
 		import json
-		for m in json.loads(path.read_text())['metrics']:
-			print(f'  {m["name"]:45} {m["value"]:14.3f} {m["unit"]}')
+		print(json.loads(path.read_text())['table'])
 		print(path)
 	_finish(pipeline.guarded(run))
 

@@ -3,15 +3,22 @@
 
 Builds (incrementally) the kernel inv check builds, compiles
 bench/perfctr_bench.c against its headers, boots the guest running only
-the benchmark, and writes results/bench-<time>-<arch>/bench.json: the
-metrics (name, value, unit) and the run's metadata (arch, kernel, base,
-accelerator, QEMU).  Under TCG wall time is indicative only, and the
-metadata says so; the ratios inside one run, and on ppc64le the
-instruction counts (the emulated PMC5 counts them exactly), are what
-carry over.
+the benchmark, once per entry of the arch's bench_boots:
+
+- 'wall': the accelerator inv check would use, wall time (and on powerpc
+  the thread's PMC5 instructions);
+- 'icount': TCG with ``-icount shift=0,sleep=off`` on one CPU, where the
+  guest's time-stamp counter advances one step per executed instruction:
+  exact instruction counts of everything the guest runs, on any arch.
+
+The guest prints raw rounds; pytools/bench_report.py reduces them.
+results/bench-<time>-<arch>/bench.json holds the metrics (every figure
+with its unit, instrument and method), the published anchors, the table
+as printed, and the run's metadata (arch, kernel, base, accelerators,
+QEMU).
 
 Also measured, on the host: a one-file rebuild (drivers/perfctr/virtual.c
-touched) and the time from starting the guest to its results; and, when
+touched) and the time from starting the guests to their results; and, when
 the build directory's first (cold) build was timed (kernel.build records
 it), that cold build.
 """
@@ -21,16 +28,20 @@ import json
 import os
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import List, Sequence, Tuple
 
-from . import boot, initramfs, kernel, paths, qemu
+from . import bench_report, boot, initramfs, kernel, paths, qemu
+from .boot import Accel, AccelChoice
 from .errors import InfraError
 from .ops import Ops, progress
 
 SOURCE = paths.REPO / 'bench' / 'perfctr_bench.c'
 TCG_NOTE = ('Under QEMU TCG: wall-clock numbers are indicative only; '
-	    'compare ratios within this run.')
+	    'compare ratios within this run, and read their spread.')
+ICOUNT_OPTS = ('-icount', 'shift=0,sleep=off')
+ICOUNT_ENV = ('PERFCTR_BENCH_ICOUNT', '1')
 
 
 def compile_bench(req: kernel.BuildRequest, out: Path, ops: Ops) -> Path:
@@ -44,18 +55,56 @@ def compile_bench(req: kernel.BuildRequest, out: Path, ops: Ops) -> Path:
 
 
 def parse_metrics(text: str) -> List[dict]:
-	out = []
-	for line in text.splitlines():
-		line = line.strip()
-		if not line.startswith('{'):
-			continue
-		try:
-			m = json.loads(line)
-		except ValueError:
-			continue
-		if {'name', 'value', 'unit'} <= set(m):
-			out.append(m)
-	return out
+	"""The guest's plain facts ({name, value, unit}) in @text."""
+	return bench_report.parse(text)[1]
+
+
+@dataclass(frozen=True)
+class BootResult:
+	label: str		# 'wall' or 'icount'
+	text: str		# what the benchmark printed
+	accel: str
+	seconds: float
+
+
+def _boot_initramfs(req, build, binary, label: str, outdir: Path,
+		    timeout: float, ops: Ops, meta: dict) -> Tuple[str, object]:
+	q = qemu.choose(req.arch, ops)
+	meta['qemu'] = q.as_dict()
+	initrd = initramfs.build(req.arch, None, outdir / f'initramfs-{label}.cpio',
+				 ops, bench=[binary])
+	icount = label == 'icount'
+	argv = initramfs.qemu_argv(req.arch, build.image, initrd, 'tcg',
+				   cpus=1 if icount else 2,
+				   qemu=qemu.argv_prefix(q),
+				   env=[ICOUNT_ENV] if icount else ())
+	if icount:
+		argv += list(ICOUNT_OPTS)
+	log = outdir / f'console-{label}.log'
+	done = initramfs.boot(argv, log, timeout, ops,
+			      idle_timeout=req.arch.silence_for(req.config_name))
+	sub = outdir / label
+	initramfs.split_console(log.read_text(errors='replace'), sub)
+	f = sub / 'bench-perfctr_bench.jsonl'
+	return (f.read_text() if f.exists() else ''), done
+
+
+def _boot_vng(req, build, binary, label: str, accel: AccelChoice,
+	      outdir: Path, timeout: float, ops: Ops) -> Tuple[str, object]:
+	icount = label == 'icount'
+	out = outdir / f'bench-{label}.jsonl'
+	env = f'{ICOUNT_ENV[0]}={ICOUNT_ENV[1]} ' if icount else ''
+	cmd = (f'{env}{shlex.quote(str(binary))} > {shlex.quote(str(out))} '
+	       f'2> {shlex.quote(str(outdir / f"bench-{label}.err"))}')
+	if icount:
+		accel = AccelChoice(Accel.TCG, '-icount needs TCG', ())
+	done = boot.boot(boot.BootRequest(
+		arch=req.arch, image=build.image, command=cmd, accel=accel,
+		rwdirs=(outdir,), log=outdir / f'console-{label}.log',
+		timeout=timeout, cpus=1 if icount else 2,
+		qemu_opts=ICOUNT_OPTS if icount else (),
+		idle_timeout=req.arch.silence_for(req.config_name)), ops)
+	return (out.read_text() if out.exists() else ''), done
 
 
 def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
@@ -76,40 +125,39 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 		'base': tree.origin, 'accel': accel.accel.value,
 		'accel_reason': accel.reason,
 		'accel_attempts': boot.attempts_json(accel.attempts),
-		'note': TCG_NOTE if accel.accel.value == 'tcg' else ''}
-	log = outdir / 'console.log'
-	t0 = time.monotonic()
-	if req.arch.boot == 'initramfs':
-		q = qemu.choose(req.arch, ops)
-		meta['qemu'] = q.as_dict()
-		initrd = initramfs.build(req.arch, None, outdir / 'initramfs.cpio',
-					 ops, bench=[binary])
-		argv = initramfs.qemu_argv(req.arch, build.image, initrd,
-					   accel.accel.value,
-					   qemu=qemu.argv_prefix(q))
-		done = initramfs.boot(argv, log, timeout, ops,
-				      idle_timeout=req.arch.silence_for(
-					      req.config_name))
-		initramfs.split_console(log.read_text(errors='replace'), outdir)
-		text = (outdir / 'bench-perfctr_bench.jsonl').read_text() \
-			if (outdir / 'bench-perfctr_bench.jsonl').exists() else ''
-	else:
-		out = outdir / 'bench.jsonl'
-		cmd = (f'{shlex.quote(str(binary))} > {shlex.quote(str(out))} '
-		       f'2> {shlex.quote(str(outdir / "bench.err"))}')
-		done = boot.boot(boot.BootRequest(
-			arch=req.arch, image=build.image, command=cmd, accel=accel,
-			rwdirs=(outdir,), log=log, timeout=timeout,
-			idle_timeout=req.arch.silence_for(req.config_name)), ops)
-		text = out.read_text() if out.exists() else ''
-	guest_s = time.monotonic() - t0
-	metrics = parse_metrics(text)
-	if done.timed_out or not metrics:
-		raise InfraError(f'the benchmark produced no metrics (guest '
-				 f'{"killed: " + done.stopped if done.stopped else "ended"}; '
-				 f'console {log})',
-				 'look at the console log; inv check first to '
-				 'see whether the kernel boots')
+		'boots': {}}
+	observations: List[bench_report.Observation] = []
+	facts: List[dict] = []
+	t_all = time.monotonic()
+	for label in req.arch.bench_boots:
+		t0 = time.monotonic()
+		progress(f'bench: {req.arch.name} guest, {label} boot')
+		if req.arch.boot == 'initramfs':
+			text, done = _boot_initramfs(req, build, binary, label,
+						     outdir, timeout, ops, meta)
+			used = 'tcg'
+		else:
+			text, done = _boot_vng(req, build, binary, label, accel,
+					       outdir, timeout, ops)
+			used = 'tcg' if label == 'icount' else accel.accel.value
+		obs, fs = bench_report.parse(text, boot=label)
+		if done.timed_out or not obs:
+			raise InfraError(
+				f'the benchmark\'s {label} boot produced no figures '
+				f'(guest {"killed: " + done.stopped if done.stopped else "ended"}; '
+				f'console {outdir / f"console-{label}.log"})',
+				'look at the console log; inv check first to '
+				'see whether the kernel boots')
+		observations += obs
+		facts += fs
+		meta['boots'][label] = {
+			'accel': used, 'seconds': round(time.monotonic() - t0, 1),
+			'qemu_opts': list(ICOUNT_OPTS) if label == 'icount' else [],
+			'cpus': 1 if label == 'icount' else 2}
+	guest_s = time.monotonic() - t_all
+	meta['note'] = (TCG_NOTE if any(b['accel'] == 'tcg' and l == 'wall'
+					for l, b in meta['boots'].items()) else '')
+	metrics = bench_report.reduce(observations) + facts
 	cold = kernel.cold_build(req.build_dir)
 	if cold:
 		# measured when this build directory was first built
@@ -123,10 +171,12 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 		 'unit': 's'},
 	]
 	for m in metrics:
-		m.update(arch=meta['arch'], accelerator=meta['accel'],
-			 kernel=meta['kernel'])
+		m.update(arch=meta['arch'], kernel=meta['kernel'])
+	text = bench_report.table(metrics)
 	path = outdir / 'bench.json'
-	path.write_text(json.dumps({'meta': meta, 'metrics': metrics},
-				   indent=1) + '\n')
+	path.write_text(json.dumps({'meta': meta, 'metrics': metrics,
+				    'anchors': bench_report.anchors_json(),
+				    'table': text}, indent=1) + '\n')
+	(outdir / 'table.txt').write_text(text)
 	progress(f'bench: {len(metrics)} metrics in {path}')
 	return path

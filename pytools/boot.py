@@ -223,6 +223,8 @@ class BootRequest:
 	# KUnit suites run at boot on every base: 7.x allnoconfig turns
 	# KUNIT_AUTORUN_ENABLED off, and 6.12 (no such parameter) ignores it.
 	append: Sequence[str] = ('kunit.autorun=1',)
+	# extra QEMU arguments (inv bench: -icount)
+	qemu_opts: Sequence[str] = ()
 
 
 def vng_argv(req: BootRequest, vng: str) -> List[str]:
@@ -235,6 +237,8 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 		argv += ['--rwdir', str(d)]
 	for a in req.append:
 		argv += ['--append', a]
+	if req.qemu_opts:
+		argv.append('--qemu-opts=' + ' '.join(req.qemu_opts))
 	argv += ['--exec', req.command]
 	return argv
 

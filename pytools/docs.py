@@ -33,7 +33,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import arches, paths, snapshot as snap
 from .bases import BaseTree
@@ -656,32 +656,60 @@ def bar_chart_svg(title: str, bars: List[Tuple[str, float]],
 
 
 READ_OPS = ['rdtsc', 'perfctr_fast_read', 'vperfctr_read',
-	    'perf_read_task_clock', 'clock_gettime_thread_cputime', 'getpid']
+	    'perf_read_task_clock', 'perf_read_hw_instructions',
+	    'clock_gettime_thread_cputime', 'getpid']
+
+
+def _by_instrument(metrics: List[dict], figure: str,
+		   instruments: Sequence[str]) -> Optional[dict]:
+	for i in instruments:
+		for m in metrics:
+			if (m.get('figure') == figure and m.get('instrument') == i
+			    and m.get('value') is not None):
+				return m
+	return None
 
 
 def bench_charts(metrics: List[dict]) -> List[Tuple[str, List[Tuple[str, float]], str]]:
 	"""The comparisons to chart, from a bench run's metrics (bench.json
-	and the snapshot hold them alike); charts with under two bars are
-	left out."""
-	ms = {m['name']: m['value'] for m in metrics}
+	and the snapshot hold them alike; names as pytools/bench_report.py
+	makes them: <figure>.<instrument>); charts with under two bars are
+	left out.  Instructions come from icount (exact), else pmc5, time
+	from wall."""
+	from . import bench_report
+	data = bench_report.load_data()
+	exact = ('icount', 'pmc5')
+	pairs = []
+	for c in data['compare']:
+		for side in ('perfctr', 'perf'):
+			f = c[side]
+			m = _by_instrument(metrics, f, exact) if f else None
+			if m and (f, m['value']) not in [(p[0], p[1]) for p in pairs]:
+				pairs.append((f, m['value']))
+	reads = [(o, m['value']) for o in READ_OPS
+		 for m in [_by_instrument(metrics, f'read_{o}', exact)] if m]
 	charts = [
-		('reads: instructions per operation (PMC5)',
-		 [(o, ms[f'read_{o}_instructions']) for o in READ_OPS
-		  if f'read_{o}_instructions' in ms], 'instructions'),
-		('reads: time relative to getpid()',
-		 [(o, ms[f'read_{o}_vs_getpid']) for o in READ_OPS
-		  if f'read_{o}_vs_getpid' in ms], 'x getpid'),
-		('starting counters: vperfctr_control() vs perf ENABLE',
-		 [('perf PERF_EVENT_IOC_ENABLE', 1.0),
-		  ('vperfctr_control()', ms['start_vperfctr_control_vs_perf_enable'])]
-		 if 'start_vperfctr_control_vs_perf_enable' in ms else [], 'x perf'),
-		('context switch: time relative to no counters',
-		 [('no counters', 1.0)] +
-		 [(n, ms[k]) for n, k in (
-			 ('static key on, unmonitored', 'ctxsw_key_on_vs_none'),
-			 ('vperfctr on both', 'ctxsw_vperfctr_vs_none'),
-			 ('perf task-clock on both', 'ctxsw_perf_vs_none'))
-		  if k in ms], 'x'),
+		('reads: instructions per operation', reads, 'instructions'),
+		('perfctr and perf: instructions per operation',
+		 [p for p in pairs if not p[0].startswith(('read_', 'ctxsw_'))],
+		 'instructions'),
+	]
+	for i in ('icount', 'cpu0'):
+		bars = [(f[len('ctxsw_'):], m['value'])
+			for f in data['report']['ctxsw']
+			for m in [_by_instrument(metrics, f, (i,))] if m]
+		charts.append((f'context switch: instructions per switch ({i})',
+			       bars, 'instructions'))
+	ms = {m['name']: m['value'] for m in metrics}
+	charts += [
+		('reads: time relative to getpid() (wall)',
+		 [(o, ms[f'read_{o}_vs_getpid.wall']) for o in READ_OPS
+		  if ms.get(f'read_{o}_vs_getpid.wall') is not None], 'x getpid'),
+		('context switch: time relative to no counters (wall)',
+		 [('none', 1.0)] +
+		 [(f[len('ctxsw_'):], ms[f'{f}_vs_none.wall'])
+		  for f in data['report']['ctxsw'][1:]
+		  if ms.get(f'{f}_vs_none.wall') is not None], 'x'),
 	]
 	return [c for c in charts if len(c[1]) >= 2]
 
@@ -696,21 +724,23 @@ def bench_plots(d: dict, out: Path, stem: str) -> List[str]:
 	return names
 
 
-WEAVER = (
-	_title('Published numbers (theirs, on their hardware)', '-') +
-	'Weaver, "Self-monitoring overhead of the Linux perf_event '
-	'performance counter interface" (ISPASS 2015), Core 2, one '
-	'event, median cycles.  Not measured here: a reference for the '
-	'ratios below, where perfctr\'s fast read should sit near a bare '
-	'counter read and far below any system-call read.\n\n'
-	'.. list-table::\n   :header-rows: 1\n\n'
-	'   * - interface\n     - read\n     - start\n     - stop\n'
-	'   * - perfctr 2.6.32, rdpmc fast path\n     - 133\n     - 8683\n     - 2147\n'
-	'   * - perf_event 3.16, rdpmc via mmap page\n     - 143\n     - 7030\n     - 3202\n'
-	'   * - perfmon2 read()\n     - 1264\n     - 1653\n     - 1558\n'
-	'   * - perf_event read() syscall\n     - 2879\n     - 8521\n     - 3106\n'
-	'   * - perf_event read(), 4.15 with KPTI\n     - 3173\n     -\n     -\n\n'
-	'One rdpmc is 22-53 cycles, one rdtsc about 25-40.\n\n')
+def weaver() -> str:
+	"""The published figures (data/bench.toml's anchors), as bench.json
+	carries them."""
+	from . import bench_report
+	a = bench_report.anchors_json()
+	text = (_title('Published numbers (theirs, on their hardware)', '-') +
+		f'{_rst(a["source"])}, {a["unit"]}.  Not measured here: a '
+		'reference for the ratios below, where perfctr\'s fast read '
+		'should sit near a bare counter read and far below any '
+		'system-call read.\n\n'
+		'.. list-table::\n   :header-rows: 1\n\n'
+		'   * - interface\n     - read\n     - start\n     - stop\n')
+	for r in a['rows']:
+		text += (f'   * - {_rst(r["interface"])}\n' +
+			 ''.join(f'     - {r.get(k, "")}\n'
+				 for k in ('read', 'start', 'stop')))
+	return text + '\nOne rdpmc is 22-53 cycles, one rdtsc about 25-40.\n\n'
 
 
 def _bench_section(b: dict, heading: str, out: Optional[Path],
@@ -726,29 +756,42 @@ def _bench_section(b: dict, heading: str, out: Optional[Path],
 	if out is not None:
 		for svg in bench_plots(b, out, stem):
 			text += f'.. image:: {svg}\n   :class: chart\n\n'
+	if b.get('table'):
+		text += ('perfctr against perf, as ``inv bench`` printed it '
+			 '(n/o: not observable by that instrument; the '
+			 'reasons are listed below it):\n\n.. code-block:: text\n\n' +
+			 ''.join(f'   {l}\n' for l in b['table'].splitlines()) +
+			 '\n')
 	text += ('.. list-table::\n   :header-rows: 1\n   :widths: auto\n\n'
-		 '   * - metric\n     - value\n     - unit\n')
+		 '   * - metric\n     - value\n     - unit\n     - method\n')
 	for m in b.get('metrics', []):
-		text += (f'   * - {_rst(m["name"])}\n     - {m["value"]:.3f}\n'
-			 f'     - {_rst(str(m["unit"]))}\n')
+		v = m.get('value')
+		shown = (f'{v:.3f}' if isinstance(v, (int, float)) else
+			 f'not observable: {_rst(str(m.get("unobservable", "")))}')
+		if m.get('inside_noise'):
+			shown += ' (inside the noise)'
+		text += (f'   * - {_rst(m["name"])}\n     - {shown}\n'
+			 f'     - {_rst(str(m["unit"]))}\n'
+			 f'     - {_rst(str(m.get("method", "")))}\n')
 	return text + '\n'
 
 
 def bench_page(results: Path, out: Optional[Path] = None,
 	       s: Optional['snap.Snapshot'] = None) -> str:
 	text = SUBST + _title('Benchmarks') + (
-		'``inv bench`` runs ``bench/perfctr_bench.c`` in the guest: the '
-		'bare time-stamp counter, perfctr\'s fast user-space read, '
-		'``vperfctr_read()``, ``read()`` of a perf_event task-clock '
-		'counter, ``clock_gettime(CLOCK_THREAD_CPUTIME_ID)`` and '
-		'``getpid()`` as the system-call floor; starting counters with '
-		'``vperfctr_control()`` and with perf\'s ENABLE ioctl; and a '
-		'pipe ping-pong between two threads on one CPU with no counters, '
-		'with the static key on but the threads unmonitored, with a '
-		'vperfctr on both and with a perf task-clock counter on both.  '
-		'Under QEMU TCG wall time is indicative only: read the ratios '
-		'within one run, and on ppc64le the instruction counts, which '
-		'the emulated PMC5 counts exactly.\n\n') + WEAVER
+		'``inv bench`` runs ``bench/perfctr_bench.c`` in the guest: '
+		'perfctr\'s fast read, ``vperfctr_read()``, ``vperfctr_control()`` '
+		'(a new control and an unchanged one), ``vperfctr_iresume()`` and '
+		'the context switch with and without counters, next to perf\'s '
+		'``read()``, ENABLE/DISABLE, ``perf_event_open()`` + ENABLE and '
+		'REFRESH, and the floors (``clock_gettime``, ``getpid()``).  '
+		'Instructions are exact: QEMU ``-icount`` makes the guest clock '
+		'count every guest instruction (both arches), and on ppc64le the '
+		'emulated PMC5 counts the thread\'s own; under TCG wall time is '
+		'indicative only and each ratio carries its spread over identical '
+		'rounds.  Each metric names its instrument and method; '
+		'``docs/benchmarks.md`` in the repository says what each figure '
+		'includes and which instrument can observe what.\n\n') + weaver()
 	text += _title('Published', '-')
 	if s is None or not s.bench:
 		text += ('The published snapshot holds no benchmark run' +
@@ -761,7 +804,7 @@ def bench_page(results: Path, out: Optional[Path] = None,
 		for i, b in enumerate(s.bench):
 			arch = b.meta.get('arch', '?')
 			text += _bench_section(
-				{'meta': b.meta, 'metrics': b.metrics},
+				{'meta': b.meta, 'metrics': b.metrics, 'table': b.table},
 				f'|published| {arch} ({s.version.name})', out,
 				f'bench-published-{arch}-{i}')
 	text += _title('Local runs', '-')

@@ -85,10 +85,12 @@ class Run:
 
 @dataclass(frozen=True)
 class Bench:
-	"""One inv bench run: bench.json as it is ({meta, metrics})."""
+	"""One inv bench run: bench.json's meta, metrics (without the raw
+	rounds) and the table inv bench printed."""
 	meta: dict
 	metrics: List[dict]
 	local_dir: str = ''
+	table: str = ''
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,8 @@ def from_dict(d: dict) -> Snapshot:
 	for i, b in enumerate(d.get('bench') or []):
 		if not isinstance(b, dict) or not isinstance(b.get('metrics'), list):
 			raise ValueError(f'bench[{i}]: needs meta and a metrics list')
-		bench.append(Bench(meta=b.get('meta') or {}, metrics=b['metrics']))
+		bench.append(Bench(meta=b.get('meta') or {}, metrics=b['metrics'],
+				   table=str(b.get('table') or '')))
 	try:
 		return Snapshot(
 			published=str(d['published']),
@@ -337,13 +340,19 @@ def _read_results(d: Path) -> dict:
 				'wrote (it holds results.json)') from None
 
 
+# What the snapshot keeps of a bench metric (the raw rounds stay in
+# the run's bench.json).
+BENCH_KEYS = ('name', 'value', 'unit', 'figure', 'instrument', 'method',
+	      'what', 'unobservable', 'spread', 'inside_noise', 'boot')
+
+
 def _read_bench(d: Path) -> Bench:
 	f = d / 'bench.json'
 	try:
 		b = json.loads(f.read_text())
 		return Bench(meta=b['meta'], metrics=[
-			{k: m[k] for k in ('name', 'value', 'unit') if k in m}
-			for m in b['metrics']])
+			{k: m[k] for k in BENCH_KEYS if k in m}
+			for m in b['metrics']], table=str(b.get('table') or ''))
 	except (OSError, ValueError, KeyError, TypeError) as e:
 		raise UserError(f'{f}: cannot be read ({e})',
 				'give --bench a directory that inv bench '

@@ -220,14 +220,29 @@ def test_bench_page_says_when_there_is_none(tmp_path):
 	assert 'holds no benchmark run' in page and 'inv bench' in page
 
 
-METRICS = [{'name': 'read_rdtsc_vs_getpid', 'value': 0.07, 'unit': 'ratio'},
-	   {'name': 'read_getpid_vs_getpid', 'value': 1.0, 'unit': 'ratio'},
-	   {'name': 'read_getpid_instructions', 'value': 184, 'unit': 'instructions'},
-	   {'name': 'read_perfctr_fast_read_instructions', 'value': 31.7,
-	    'unit': 'instructions'},
-	   {'name': 'start_vperfctr_control_vs_perf_enable', 'value': 2.66,
-	    'unit': 'ratio'},
-	   {'name': 'ctxsw_vperfctr_vs_none', 'value': 1.4, 'unit': 'ratio'}]
+METRICS = [
+	{'name': 'read_perfctr_fast_read.pmc5', 'figure': 'read_perfctr_fast_read',
+	 'instrument': 'pmc5', 'value': 31.7, 'unit': 'instructions'},
+	{'name': 'read_getpid.pmc5', 'figure': 'read_getpid',
+	 'instrument': 'pmc5', 'value': 184, 'unit': 'instructions'},
+	{'name': 'start_vperfctr_control_new.icount',
+	 'figure': 'start_vperfctr_control_new', 'instrument': 'icount',
+	 'value': 2000, 'unit': 'instructions'},
+	{'name': 'start_perf_ioc_enable_task_clock.icount',
+	 'figure': 'start_perf_ioc_enable_task_clock', 'instrument': 'icount',
+	 'value': 800, 'unit': 'instructions'},
+	{'name': 'ctxsw_none.icount', 'figure': 'ctxsw_none',
+	 'instrument': 'icount', 'value': 3100, 'unit': 'instructions'},
+	{'name': 'ctxsw_vperfctr_pmc_both.icount',
+	 'figure': 'ctxsw_vperfctr_pmc_both', 'instrument': 'icount',
+	 'value': 3400, 'unit': 'instructions'},
+	{'name': 'ctxsw_vperfctr_pmc_both.cpu0', 'figure': 'ctxsw_vperfctr_pmc_both',
+	 'instrument': 'cpu0', 'value': None, 'unit': 'instructions',
+	 'unobservable': 'perf cannot count while perfctr holds the PMU'},
+	{'name': 'read_rdtsc_vs_getpid.wall', 'value': 0.07, 'unit': 'ratio'},
+	{'name': 'read_getpid_vs_getpid.wall', 'value': 1.0, 'unit': 'ratio'},
+	{'name': 'ctxsw_vperfctr_tsc_both_vs_none.wall', 'value': 1.4,
+	 'unit': 'ratio', 'inside_noise': True}]
 
 
 def test_bench_page_has_tables_and_svg_plots_of_a_local_run(tmp_path):
@@ -242,10 +257,11 @@ def test_bench_page_has_tables_and_svg_plots_of_a_local_run(tmp_path):
 	assert 'Under QEMU TCG' in page and 'Weaver' in page
 	assert '|local| ppc64le' in page
 	svgs = sorted(p.name for p in src.glob('*.svg'))
-	assert svgs == [f'bench-local-ppc64le-{i}.svg' for i in range(4)]
+	assert svgs == [f'bench-local-ppc64le-{i}.svg' for i in range(5)]
 	assert '.. image:: bench-local-ppc64le-0.svg' in page
 	chart = (src / svgs[0]).read_text()
 	assert chart.startswith('<svg') and 'perfctr_fast_read' in chart
+	assert 'not observable: perf cannot count' in page
 	assert 'viewBox=' in chart
 
 
@@ -259,7 +275,7 @@ def test_bench_charts_work_from_the_snapshot_format(tmp_path):
 	s2 = snapshot.from_dict(d)
 	page = docs.bench_page(tmp_path, tmp_path, s2)
 	assert f'|published| ppc64le ({s.version.name})' in page
-	assert len(list(tmp_path.glob('bench-published-ppc64le-0-*.svg'))) == 4
+	assert len(list(tmp_path.glob('bench-published-ppc64le-0-*.svg'))) == 5
 
 
 def test_new_file_is_the_file_as_the_series_creates_it():

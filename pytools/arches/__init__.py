@@ -32,6 +32,10 @@ class ArchParams:
 	# rest): the debug kernel is much slower, and emulated POWER is.
 	silence: Dict[str, float] = field(
 		default_factory=lambda: {'default': 120.0})
+	# inv bench's guest boots: 'wall' (the accelerator inv check would
+	# use; wall time, and PMC5 where the counters are real) and 'icount'
+	# (TCG with -icount: the guest clock counts instructions).
+	bench_boots: Tuple[str, ...] = ('wall', 'icount')
 
 	def silence_for(self, config_name: str) -> float:
 		return self.silence.get(config_name, self.silence['default'])

@@ -13,6 +13,9 @@ ARCH = ArchParams(
 	qemu_package='qemu-system-ppc',
 	unistd_header='usr/include/asm/unistd_64.h',
 	boot='initramfs',
+	# PMC5 counts instructions in either boot and wall time under TCG
+	# says little: one boot, under -icount, has every instrument.
+	bench_boots=('icount',),
 	# /init prints each test's output as it comes but no heartbeat; a
 	# test may run 300 s (its bound in guest_init/init.c) quietly.
 	silence={'default': 360.0, 'debug': 900.0},
