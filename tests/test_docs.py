@@ -216,8 +216,19 @@ def test_changes_page_without_a_tree_says_what_it_needs():
 
 
 def test_bench_page_says_when_there_is_none(tmp_path):
-	page = docs.bench_page(tmp_path, None, snapshot.load())
+	d = json.loads(snapshot.to_json(snapshot.load()))
+	d['bench'] = []
+	page = docs.bench_page(tmp_path, None, snapshot.from_dict(d))
 	assert 'holds no benchmark run' in page and 'inv bench' in page
+
+
+def test_the_committed_snapshot_has_a_bench_run_and_its_charts(tmp_path):
+	"""What a fresh clone's Benchmarks page shows: the published run."""
+	s = snapshot.load()
+	assert s.bench, 'docs/snapshot/published.json holds no bench run'
+	page = docs.bench_page(tmp_path, tmp_path, s)
+	assert '|published|' in page and 'holds no benchmark run' not in page
+	assert list(tmp_path.glob('bench-published-*.svg'))
 
 
 METRICS = [
