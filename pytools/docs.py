@@ -415,20 +415,27 @@ def changes_page(tree: Optional[BaseTree], s: Optional['snap.Snapshot'],
 
 # -- results -------------------------------------------------------------------
 
+def _local_runs(results: Path):
+	"""(directory name, results.json) of each run in @results, oldest
+	first; not inv bisect --boot's runs of series prefixes, not
+	results/latest, not what cannot be read."""
+	for f in sorted(results.glob('*/results.json')):
+		if '-bisect' in f.parent.name or f.parent.is_symlink():
+			continue
+		try:
+			yield f.parent.name, json.loads(f.read_text())
+		except (OSError, ValueError):
+			continue
+
+
 def latest_results(results: Path) -> List['snap.Run']:
 	"""The newest local run per arch x base x config (x CPU model);
 	inv bisect --boot's runs of series prefixes are not the series'."""
 	best: Dict[tuple, snap.Run] = {}
-	for f in sorted(results.glob('*/results.json')):
-		if '-bisect' in f.parent.name or f.parent.is_symlink():
-			continue	# bisect prefixes; results/latest
-		try:
-			d = json.loads(f.read_text())
-		except (OSError, ValueError):
-			continue
+	for name, d in _local_runs(results):
 		if d.get('runner'):
 			continue	# a LAVA run: in the matrix table
-		r = snap.run_from_results(d, local_dir=f.parent.name)
+		r = snap.run_from_results(d, local_dir=name)
 		best[(r.arch, r.base, r.config, r.cpu)] = r	# newest wins
 	return [best[k] for k in sorted(best, key=str)]
 
@@ -452,14 +459,8 @@ def matrix_table(results: Path) -> str:
 	from . import matrix
 	m = matrix.load()
 	newest: Dict[Tuple[str, str], dict] = {}
-	for f in sorted(results.glob('*/results.json')):
-		if '-bisect' in f.parent.name or f.parent.is_symlink():
-			continue	# bisect prefixes; results/latest
-		try:
-			d = json.loads(f.read_text())
-		except (OSError, ValueError):
-			continue
-		d['_dir'] = f.parent.name
+	for name, d in _local_runs(results):
+		d['_dir'] = name
 		kind = 'lava' if d.get('runner') else 'check'
 		newest[(cell_name(d), kind)] = d
 
