@@ -576,6 +576,58 @@ TEST_F(vperfctr, remote_child_and_final_sums)
 }
 
 /*
+ * A monitor reading a thread that runs on another CPU: the read goes to
+ * that CPU by IPI and adds what the running counters counted so far
+ * (perfctr_cpu_peek(), nothing stopped).  Successive reads must never go
+ * back, must grow while the thread spins, and the final sums after its
+ * exit must be at least the last live read.
+ */
+TEST_F(vperfctr, remote_live_reads_only_grow)
+{
+	struct vperfctr_control c;
+	struct vperfctr_sums s;
+	uint64_t last = 0, first = 0;
+	int go[2], fd, status, i, grew = 0;
+	pid_t pid;
+	char b;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs for the reader and the spinner");
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(2);
+		spin_ns(200 * MS);
+		_exit(0);
+	}
+	close(go[0]);
+	fd = sys_vperfctr_open(pid, VPERFCTR_OPEN_CREAT);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	tsc_control(&c);
+	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, sys_vperfctr_read(fd, &s, sizeof(s), 0)) TH_LOG("%m");
+		ASSERT_GE(s.self.tsc, last) TH_LOG("read %d went back", i);
+		if (i == 0)
+			first = s.self.tsc;
+		grew += s.self.tsc > last;
+		last = s.self.tsc;
+		usleep(500);
+	}
+	EXPECT_GT(last, first) TH_LOG("live reads never grew");
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, sys_vperfctr_read(fd, &s, sizeof(s), 0));
+	EXPECT_GE(s.self.tsc, last);
+	TH_LOG("%d of 200 live reads grew", grew);
+	close(fd);
+	close(go[1]);
+}
+
+/*
  * The lifetime the 2004 review asked about, as a race: task A (a child)
  * counts; B (this process) holds A's fd and has the state page mapped;
  * while A exits and is reaped, two threads of B hammer the fd with reads,
