@@ -180,3 +180,15 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 	(outdir / 'table.txt').write_text(text)
 	progress(f'bench: {len(metrics)} metrics in {path}')
 	return path
+
+
+def main(opts, ops: Ops) -> None:
+	"""inv bench: apply, build, boot the benchmark; print the table and
+	the path of bench.json."""
+	from . import pipeline
+	t = pipeline.resolve_base(opts, ops)
+	pipeline.series_for(t).apply()
+	path = run(pipeline.build_request(opts, t), t,
+		   None if opts.accel == 'auto' else opts.accel, opts.timeout, ops)
+	print(json.loads(path.read_text())['table'])
+	print(path)

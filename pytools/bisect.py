@@ -107,3 +107,82 @@ def run(series: Series, req: kernel.BuildRequest, ops: Ops,
 		series._git('checkout', '-q', WORK_BRANCH)
 		signal.signal(signal.SIGTERM, old_term)
 	return res
+
+
+def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
+		     ops: Ops) -> BootFn:
+	"""inv bisect --boot: boot each prefix that built and run the tests
+	that exist at that point (the kselftests and Python checks need the
+	system calls; before the patch wiring them up, KUnit and the kernel
+	log are what there is)."""
+	import dataclasses
+	from . import pipeline
+
+	def boot_prefix(i: int, commit: str) -> Tuple[bool, str]:
+		calls = ops.run(['git', '-C', str(tree.path), 'grep', '-q',
+				 'vperfctr_open', commit, '--',
+				 f'arch/{req.arch.linux_arch}/'],
+				check=False).returncode == 0
+		log = req.build_dir / f'bisect-{i:02d}.log'
+		if calls:
+			r = ops.stream([*kernel.make_args(req, ops),
+					f'-j{req.jobs}', 'headers_install'], log)
+			if r.returncode:
+				return False, f'make headers_install failed ({log})'
+		build = kernel.built(req, log)
+		kunit = kernel.kunit_suites_built(req.build_dir)
+		run, path = pipeline.test_and_report(
+			dataclasses.replace(opts, userspace=calls, kunit=kunit),
+			tree, build, req, commit[:12], {}, argv, ops,
+			suffix=f'-bisect{i:02d}')
+		c = run.counts()
+		scope = 'every family' if calls else \
+			('KUnit and the kernel log' if kunit else
+			 'the kernel log') + ': no system calls yet'
+		return run.passed, (f'{c["PASS"]} passed, {c["FAIL"]} failed, '
+				    f'{c["SKIP"]} skipped ({scope}); {path}')
+	return boot_prefix
+
+
+def report(name: str, r: BisectResult) -> bool:
+	"""Print each prefix and the verdict of one arch; True if one is bad."""
+	for p in r.prefixes:
+		state = 'builds' if p.built else 'FAILS'
+		extra = f', {len(p.warnings)} new warnings' if p.warnings else ''
+		print(f'{name} {p.index:2d} {state} ({p.seconds:.0f} s{extra}): '
+		      f'{p.subject}')
+		if p.boot:
+			print(f'      boot: {p.boot}')
+		for w in p.warnings[:10]:
+			print(f'      {w}')
+	fb = r.first_bad
+	if fb:
+		print(f'{name}: first bad patch: {fb.index} {fb.subject} '
+		      f'(log {fb.log})')
+	else:
+		print(f'{name}: every prefix of {len(r.prefixes)} builds '
+		      'without warnings')
+	return fb is not None
+
+
+def main(arch: str, opts, argv: List[str], ops: Ops,
+	 boot: bool = False) -> int:
+	"""inv bisect: every prefix on each arch named (@arch, or 'all');
+	0 every prefix builds clean (and passes, booted), 1 one does not."""
+	import dataclasses
+	from . import arches, pipeline
+	# every arch named is known before anything is fetched or built
+	names = sorted(arches.known()) if arch == 'all' else \
+		[arches.get(arch).name]
+	t = pipeline.resolve_base(opts, ops)
+	s = pipeline.series_for(t)
+	s.apply()
+	bad = 0
+	for name in names:
+		ob = dataclasses.replace(opts, arch=name, config_name='bisect')
+		pipeline.validate(ob)
+		req = pipeline.build_request(ob, t)
+		r = run(s, req, ops, boot=boot_each_prefix(ob, t, req, argv, ops)
+			if boot else None)
+		bad += report(name, r)
+	return 1 if bad else 0

@@ -997,3 +997,15 @@ def build(tree: Optional[BaseTree], ops: Ops, out: Optional[Path] = None,
 		progress(f'docs: {w}')
 	check_anchors(html_dir)
 	return html_dir / 'index.html'
+
+
+def main(opts, ops: Ops, no_tree: bool = False) -> None:
+	"""inv docs: the site from the applied series (or from the
+	repository alone, @no_tree); print index.html's path."""
+	if no_tree:
+		print(build(None, ops))
+		return
+	from . import pipeline
+	t = pipeline.resolve_base(opts, ops)
+	pipeline.series_for(t).apply()
+	print(build(t, ops))

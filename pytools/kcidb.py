@@ -235,5 +235,24 @@ def statuses(doc: dict) -> Dict[str, str]:
 	return {t['path']: t['status'] for t in doc.get('tests', [])}
 
 
+def main(results: Optional[Path] = None, kcidb: bool = False,
+	 out: Optional[Path] = None, url_base: str = '',
+	 origin: str = ORIGIN) -> int:
+	"""inv report: print a run's summary (results/latest by default);
+	with @kcidb also write it as KCIDB JSON.  0 the run passed, else 1."""
+	from . import results as R
+	path = R.locate(results)
+	r = R.load(path)
+	print(R.summary(r))
+	if kcidb:
+		rep = write(r, path.parent, out, url_base, origin)
+		c = rep.counts
+		print(f'KCIDB: {c["checkouts"]} checkout, {c["builds"]} '
+		      f'build, {c["tests"]} tests; valid against kcidb-io '
+		      f'schema {schema_version()}')
+		print(rep.path)
+	return 0 if r.passed else 1
+
+
 __all__ = ['document', 'validate', 'write', 'test_path', 'statuses',
 	   'Report', 'Status']

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import arches, bases, collect, initramfs, kernel, paths, pipeline, \
-	qemu, results
+from . import arches, bases, collect, configs, initramfs, kernel, paths, \
+	pipeline, qemu, results
 from .errors import InfraError, UserError
 from .matrix import Board, Cell
 from .ops import Ops, progress
@@ -89,7 +89,7 @@ class Artefacts:
 def guest_env(cell: Cell) -> Tuple[Tuple[str, str], ...]:
 	"""The test programs' environment: the config's, else the arch's
 	default (both as inv check passes them)."""
-	env = pipeline.config_options(cell.arch, cell.config).get('guest_env')
+	env = configs.get(cell.config).options(cell.arch).get('guest_env')
 	if env:
 		return tuple(env)
 	text = arches.get(cell.arch).extra.get('guest_env', '')
@@ -103,7 +103,7 @@ def artefacts(cell: Cell, ops: Ops, apply: bool = True,
 	The one place LAVA reads them from: base, series, kernel build and
 	kselftests exactly as inv check makes them for the same cell.
 	"""
-	extra = pipeline.config_options(cell.arch, cell.config)
+	extra = configs.get(cell.config).options(cell.arch)
 	o = pipeline.Options(arch=cell.arch, base=cell.base, offline=offline,
 			     apply=apply, **extra)
 	pipeline.validate(o)
@@ -697,6 +697,42 @@ def find_reference(run: results.RunResult, cpu: str) -> Optional[Path]:
 
 
 # -- the task -------------------------------------------------------------
+
+
+def from_options(ops: Ops, arch: str = 'x86_64', cell: str = '', out: str = '',
+	 url: str = '', run: bool = False, reference: str = '',
+	 boards: bool = False, apply: bool = True,
+	 offline: bool = False) -> int:
+	"""inv lava: check the options, pick the cells (@cell: names,
+	comma-separated, or 'all'; else @arch's first cell, 'all' for every
+	arch's), then main()."""
+	from . import matrix
+	if reference and not run:
+		raise UserError('--reference is for --run',
+				'add --run, or drop --reference')
+	if url and not re.match(r'^[a-z][a-z0-9+.-]*://', url):
+		raise UserError(f'--url {url}: not a URL',
+				'give the http(s):// or file:// URL the '
+				'--out directory is published at')
+	m = matrix.load()
+	names = [n.strip() for n in cell.split(',')] if cell and \
+		cell != 'all' else []
+	if cell == 'all':
+		cells = list(m.cells)
+	elif names:
+		cells = m.select(names=names)
+	else:
+		wanted = sorted(arches.known()) if arch == 'all' \
+			else [arches.get(arch).name]
+		cells = [m.select(a)[0] for a in wanted if m.select(a)]
+	ref = None
+	if reference:
+		from . import results as R
+		ref = R.locate(Path(reference))
+	lava_run(ops)		# the dispatcher is there, or exit 2 now
+	outdir = Path(out) if out else paths.results_dir() / 'lava'
+	return main(cells, m, outdir, url, ops, run=run, reference=ref,
+		    boards=boards, apply=apply, offline=offline)
 
 
 def main(cells: Sequence[Cell], m, out: Path, url_base: str, ops: Ops,

@@ -9,6 +9,7 @@ justified in the commit message).
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List
@@ -207,3 +208,45 @@ def htmldocs(tree: Path, out: Path, jobs: int, touched: List[str], ops: Ops,
 				f'{page} was not generated: is the page in a '
 				'toctree, and did Sphinx run? see ' + str(log)))
 	return res
+
+
+# The files kernel-doc reads besides drivers/perfctr/*.[ch]
+KDOC_HEADERS = ('include/uapi/linux/perfctr.h', 'include/linux/perfctr.h')
+
+
+def run(opts, ops: Ops) -> int:
+	"""inv lint: every gate on the applied series; print the findings.
+
+	0 nothing to fix, 1 an ERROR or WARNING (a test failure, as a
+	failing gate of a CI run is)."""
+	from . import kernel, pipeline, series
+	t = pipeline.resolve_base(opts, ops)
+	s = pipeline.series_for(t)
+	s.apply()
+	results = [checkpatch(t.path, series.read_series(s.patches), ops),
+		   kernel_doc(t.path, [*KDOC_HEADERS, *sorted(
+			   str(p.relative_to(t.path)) for p in
+			   (t.path / 'drivers/perfctr').glob('*.[ch]'))], ops)]
+	req = pipeline.build_request(opts, t)
+	kernel.configure(req, ops)
+	results.append(compiler_gates(
+		[*kernel.make_args(req, ops), f'-j{req.jobs}'],
+		'drivers/perfctr', ops, req.build_dir / 'lint.log'))
+	doc_out = req.build_dir.parent / f'{req.build_dir.name}-htmldocs'
+	results.append(htmldocs(t.path, doc_out, req.jobs, s.touched_files(),
+				ops, Path(sys.executable).parent / 'sphinx-build'))
+	return report(results)
+
+
+def report(results: List[LintResult]) -> int:
+	"""Print every finding and the verdict; the exit code."""
+	bad = 0
+	for r in results:
+		for f in r.findings:
+			print(f'{f.level:7} {f.gate:10} {f.where}: {f.text}')
+		bad += len(r.failed)
+	checked = sum(len(r.checked) for r in results)
+	print(f'lint: {checked} items checked, {bad} errors/warnings, '
+	      f'{sum(len(r.findings) for r in results) - bad} CHECK or '
+	      'justified')
+	return 1 if bad else 0

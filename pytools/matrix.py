@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from . import arches, bases
+from . import arches, bases, configs
 from .errors import UserError
 
 MATRIX_FILE = Path(__file__).parent / 'data' / 'matrix.toml'
-CONFIGS = ('default', 'debug')
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def load(path: Optional[Path] = None) -> Matrix:
 		for what, value, choices in (
 				('arch', cell.arch, known_arches),
 				('base', cell.base, known_bases),
-				('config', cell.config, CONFIGS)):
+				('config', cell.config, configs.names())):
 			if value not in choices:
 				raise UserError(f'{where}: unknown {what} {value!r}',
 						f'use one of: {", ".join(sorted(choices))}')

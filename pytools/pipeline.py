@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import arches, bases, boot, collect, initramfs, kernel, paths, qemu, \
-	results, watch
+from . import arches, bases, boot, collect, configs, initramfs, kernel, paths, \
+	qemu, results, watch
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
 	InfraError, PerfctrError, UserError
 from .ops import Ops, progress
@@ -78,39 +78,47 @@ def validate(opts: Options) -> None:
 				'drop --cpu (it is for ppc64le: power9, power10)')
 
 
-def config_options(arch_name: str, config_name: str) -> dict:
-	"""The Options a kernel config adds ({} for the default): for
-	"debug", its fragments, build directory and the guest's bounds."""
-	if config_name == 'default':
-		return {}
-	if config_name != 'debug':
-		raise UserError(f'unknown kernel config {config_name!r}',
-				'use default or debug')
-	a = arches.get(arch_name)
-	# KASAN, lockdep and kmemleak under TCG: the fuzzer makes about
-	# 800 calls a second there (26,000 on the plain kernel), so the
-	# debug run makes 10^5 of them, not the default 10^6.
-	# debug.config, then the arch's additions if it needs any
-	# (kconfigs/debug-<arch>.config).
-	per_arch = f'debug-{arch_name}.config'
-	frags = (*a.fragments, 'debug.config') + \
-		((per_arch,) if (paths.REPO / 'kconfigs' / per_arch).exists()
-		 else ())
-	calls = a.extra.get('debug_fuzz_calls', '100000')
-	# The inheritance chain and the lifetime races: shorter (fork
-	# and exit take about 30 ms under KASAN, lockdep and kmemleak
-	# in TCG, measured: 10^4 generations ran past 300 s) and judged
-	# by KASAN and kmemleak, not by free memory, which KASAN's
-	# quarantine keeps low.
-	chain = a.extra.get('debug_chain', '1000')
-	return {'fragments': frags,
-		'config_name': 'debug',
-		'guest_env': (('PERFCTR_FUZZ_CALLS', calls),
-			      ('PERFCTR_CHAIN', chain),
-			      ('PERFCTR_RACE_ITERS', '200'),
-			      ('PERFCTR_CHAIN_BUDGET_KB', '0'),
-			      # each program's bound in the guest, x3
-			      ('PERFCTR_TIMEOUT_SCALE', '3'))}
+def options(arch: str = 'x86_64', base: Optional[str] = None,
+	    tree: Optional[str] = None, ref: Optional[str] = None,
+	    offline: bool = False, **kw) -> Options:
+	"""The options, validated (a UserError, exit 2, before anything slow)."""
+	o = Options(arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+		    **kw)
+	validate(o)
+	return o
+
+
+def number(option: str, value, kind=float):
+	"""A number given on the command line, or a UserError naming it."""
+	try:
+		return kind(value)
+	except (TypeError, ValueError):
+		raise UserError(f'--{option} {value}: not a number',
+				f'give --{option} a number of '
+				f'{"seconds" if option == "timeout" else "jobs"}') \
+			from None
+
+
+def jobs_option(jobs) -> dict:
+	"""{'jobs': N} for --jobs N, {} when not given (all cores)."""
+	return {'jobs': number('jobs', jobs, int)} if jobs else {}
+
+
+def check_options(arch: str = 'x86_64', base: Optional[str] = None,
+		  tree: Optional[str] = None, ref: Optional[str] = None,
+		  offline: bool = False, jobs=0, accel: str = 'auto',
+		  timeout=None, no_apply: bool = False, debug: bool = False,
+		  cpu: Optional[str] = None) -> Options:
+	"""inv check's options: the kernel config's settings
+	(data/configs.toml) under the ones given, validated."""
+	arches.get(arch)	# an unknown arch fails here, at once
+	config = configs.get('debug' if debug else configs.DEFAULT)
+	if timeout is None:
+		timeout = config.timeout
+	return options(arch=arch, base=base, tree=tree, ref=ref,
+		       offline=offline, accel=accel,
+		       timeout=number('timeout', timeout), apply=not no_apply,
+		       cpu=cpu, **config.options(arch), **jobs_option(jobs))
 
 
 def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
@@ -128,6 +136,51 @@ def build_request(opts: Options, tree: bases.BaseTree) -> kernel.BuildRequest:
 		tree=tree, arch=arch, fragments=tuple(frags),
 		build_dir=kernel.build_dir_for(tree, arch, opts.config_name),
 		jobs=opts.jobs, config_name=opts.config_name)
+
+
+def show_base(opts: Options, ops: Ops) -> None:
+	"""inv base: fetch and import the base; say where it is."""
+	t = resolve_base(opts, ops)
+	print(f'{t.name}: {t.origin}\n  tree   {t.path}\n  ref    '
+	      f'{t.ref}\n  commit {t.commit}')
+
+
+def apply_series(opts: Options, ops: Ops, abort: bool = False) -> None:
+	"""inv apply: the series onto the base (or --abort a stopped one)."""
+	t = resolve_base(opts, ops)
+	s = series_for(t)
+	if abort:
+		s.abort()
+		print(f'aborted; {t.path} is back on its branch')
+		return
+	r = s.apply()
+	print(f'{t.path}: branch {r.branch} at {r.tip[:12]}, '
+	      f'{len(r.patches)} patches '
+	      f'{"applied" if r.changed else "already applied"}')
+
+
+def squash(opts: Options, ops: Ops) -> None:
+	"""inv squash: fold fixup!/amend! commits, then export."""
+	s = series_for(resolve_base(opts, ops))
+	new = s.autosquash()
+	names = s.export()
+	print(f'perfctr at {new[:12]}; exported {len(names)} patches')
+
+
+def export(opts: Options, ops: Ops) -> None:
+	"""inv export: the work branch back to the series directory."""
+	t = resolve_base(opts, ops)
+	names = series_for(t).export()
+	print(f'exported {len(names)} patches to {paths.REPO / t.patches}')
+
+
+def build_only(opts: Options, ops: Ops) -> None:
+	"""inv build: apply (unless --no-apply) and build, incrementally."""
+	t = resolve_base(opts, ops)
+	if opts.apply:
+		series_for(t).apply()
+	r = kernel.build(build_request(opts, t), ops)
+	print(f'{r.release}: {r.image} ({r.build_seconds:.0f} s; log {r.log})')
 
 
 def run_dir(opts: Options, tree: bases.BaseTree, suffix: str = '') -> Path:

@@ -268,3 +268,44 @@ def range_diff(dst: Series, src_tree: Path, src_base: str,
 				strip_newline_in_stdout=False)
 	finally:
 		dst._git('update-ref', '-d', TMP_REF)
+
+
+def command(onto: str, base: Optional[str], tree: Optional[str],
+	    ref: Optional[str], offline: bool) -> str:
+	"""The inv rebase command with every option given, for a stop to
+	print with --continue or --abort."""
+	import shlex
+	argv = ['inv', 'rebase']
+	if not tree:
+		argv += ['--onto', onto]
+	for name, value in (('base', base), ('tree', tree), ('ref', ref)):
+		if value:
+			argv += [f'--{name}', value]
+	if offline:
+		argv.append('--offline')
+	return ' '.join(shlex.quote(a) for a in argv)
+
+
+def main(onto: str, base: Optional[str], tree: Optional[str],
+	 ref: Optional[str], offline: bool, ops, continue_: bool = False,
+	 abort_: bool = False) -> None:
+	"""inv rebase: start, continue or abort the port; print the range-diff
+	and how each patch went."""
+	from . import pipeline
+	src_o = pipeline.options(base=base, offline=offline)
+	dst_o = pipeline.options(base=None if tree else onto, tree=tree,
+				 ref=ref, offline=offline)
+	src_t = pipeline.resolve_base(src_o, ops)
+	dst_t = pipeline.resolve_base(dst_o, ops)
+	src, dst = pipeline.series_for(src_t), pipeline.series_for(dst_t)
+	if abort_:
+		abort(dst)
+		print(f'rebase aborted; {dst_t.path} is back where it was')
+		return
+	again = command(onto, base, tree, ref, offline)
+	r = resume(src, dst, again) if continue_ else start(src, dst, again)
+	print(r.range_diff)
+	for s in r.steps:
+		print(f'  {s.how:27} {s.patch}')
+	print(f'{dst_t.origin}: branch perfctr at {r.tip[:12]}; series '
+	      f'written to {dst.patches}; range-diff and report in {r.report}')

@@ -229,6 +229,11 @@ class Series:
 				 f'{self.tree.commit}..{new}',
 				 strip_newline_in_stdout=False)
 
+	def touched_files(self) -> List[str]:
+		"""The files the work branch changes from the base."""
+		return self._git('diff', '--name-only', self.tree.commit,
+				 WORK_BRANCH).split()
+
 	def _commit_patches(self, patches: List[Path],
 			    quiet: bool = False) -> tuple:
 		"""Commit patches onto the base without touching the work tree.

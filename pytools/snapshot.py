@@ -36,7 +36,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from . import paths
 from .errors import UserError
@@ -433,3 +433,28 @@ def version_at(rev: str, patches: Path, name: str, commit_series,
 		tip, base = commit_series(Path(tmp))
 	return Version(name=name, patches_tree=tree, project_commit=commit,
 		       series_tip=tip, base_commit=base)
+
+
+def main(opts, ops: Ops, runs: Sequence[Path] = (),
+	 bench: Sequence[Path] = (), previous: Optional[str] = None,
+	 version: str = '') -> None:
+	"""inv publish: write SNAPSHOT from the runs (of the series as
+	patches/ holds it) and say what it holds."""
+	from . import pipeline
+	t = pipeline.resolve_base(opts, ops)
+	series = pipeline.series_for(t)
+	prev = None
+	if previous:
+		def commit_series(d):
+			return pipeline.Series(t, d).commits(), t.commit
+		prev = version_at(previous, series.patches, 'pub-1',
+				  commit_series, ops)
+	req = PublishRequest(runs=list(runs), bench=list(bench),
+			     patches=series.patches,
+			     series_tip=series.commits(), base_commit=t.commit,
+			     previous=prev, name=version)
+	snap = publish(req, load(), ops)
+	SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+	SNAPSHOT.write_text(to_json(snap))
+	print(f'{snap.version.name}: {len(snap.runs)} runs, '
+	      f'{len(snap.bench)} bench runs -> {SNAPSHOT}')

@@ -149,10 +149,9 @@ def test_a_stop_prints_the_exact_command_to_continue_or_abort(
 
 
 def test_the_rebase_task_gives_every_option_back():
-	import tasks
-	assert tasks._rebase_command('mainline', 'lts', None, None, True) == \
+	assert rebase.command('mainline', 'lts', None, None, True) == \
 		'inv rebase --onto mainline --base lts --offline'
-	assert tasks._rebase_command('mainline', None, '/src/my linux', 'v7.2',
+	assert rebase.command('mainline', None, '/src/my linux', 'v7.2',
 				     False) == \
 		"inv rebase --tree '/src/my linux' --ref v7.2"
 
