@@ -448,7 +448,7 @@ def cell_name(d: dict) -> str:
 	"""The matrix cell (matrix.Cell.name) a results.json belongs to."""
 	cpu = (d.get('qemu') or {}).get('cpu')
 	if not cpu and d.get('arch') in arches.known():
-		cpu = arches.get(d['arch']).extra.get('cpu')
+		cpu = arches.get(d['arch']).guest.cpu
 	return (f'{d.get("arch")}-{d.get("base", {}).get("name")}-'
 		f'{_config_name(d.get("config_fragments", []))}-{cpu or "max"}')
 

@@ -84,14 +84,14 @@ def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 	"""The QEMU command line; @qemu is the binary (and -L) to use, @cpu
 	a CPU model other than the arch's default, @env the test programs'
 	environment (on the kernel command line; default the arch's)."""
-	x = arch.extra
-	guest_env = ' '.join(f'{k}={v}' for k, v in env) or x.get('guest_env')
-	return [*(qemu or [arch.qemu_binary]), '-M', x['machine'],
-		'-cpu', cpu or x['cpu'],
+	g = arch.guest
+	guest_env = ' '.join(f'{k}={v}' for k, v in (env or g.env))
+	return [*(qemu or [arch.qemu_binary]), '-M', g.machine,
+		'-cpu', cpu or g.cpu,
 		'-accel', accel, '-smp', str(cpus), '-m', memory,
 		'-nographic', '-no-reboot', '-kernel', str(kernel),
 		'-initrd', str(initrd),
-		'-append', f'console={x["console"]} loglevel=1 panic=-1 '
+		'-append', f'console={g.console} loglevel=1 panic=-1 '
 		'kunit.autorun=1' +
 		(f' {guest_env}' if guest_env else '')]
 

@@ -92,8 +92,7 @@ def guest_env(cell: Cell) -> Tuple[Tuple[str, str], ...]:
 	env = configs.get(cell.config).options(cell.arch).get('guest_env')
 	if env:
 		return tuple(env)
-	text = arches.get(cell.arch).extra.get('guest_env', '')
-	return tuple(tuple(kv.split('=', 1)) for kv in text.split() if '=' in kv)
+	return arches.get(cell.arch).guest.env
 
 
 def artefacts(cell: Cell, ops: Ops, apply: bool = True,
@@ -130,7 +129,7 @@ def busybox(arch_name: str, ops: Ops) -> Path:
 	"""Debian's static busybox for the arch (this machine's release, from
 	its own mirror), unpacked in the cache; the path of the binary."""
 	a = arches.get(arch_name)
-	deb_arch = a.extra['debian_arch']
+	deb_arch = a.debian_arch
 	root = paths.cache_dir() / 'busybox' / deb_arch
 	suite = qemu._codename()
 	if not suite:
@@ -198,7 +197,7 @@ def ramdisk(arch_name: str, tests: Path, out: Path, ops: Ops) -> Path:
 	for link, target in (('init', 'bin/busybox'), ('sbin/init', '../bin/busybox'),
 			     ('bin/sh', 'busybox')):
 		entries.append((link, l, target.encode()))
-	for name, text in _rootfs_files(a.extra['console']).items():
+	for name, text in _rootfs_files(a.guest.console).items():
 		mode = 0o755 if name.startswith('etc/init.d/') else 0o644
 		entries.append((name, f | mode, text.encode()))
 	entries.append((RUNNER.lstrip('/'), f | 0o755, runner.read_bytes()))
@@ -686,7 +685,7 @@ def find_reference(run: results.RunResult, cpu: str) -> Optional[Path]:
 		b = d.get('base', {})
 		a = arches.known().get(d.get('arch', ''))
 		d_cpu = (d.get('qemu') or {}).get('cpu') or \
-			(a.extra.get('cpu') if a else None) or 'max'
+			(a.guest.cpu if a else None) or 'max'
 		if (d.get('arch'), b.get('commit'), b.get('series_tip'),
 		    d.get('kernel_release'), d.get('config_fragments'),
 		    d_cpu) == (run.arch, run.base.get('commit'),

@@ -37,7 +37,7 @@ class Cell:
 			cmd += f' --base {self.base}'
 		if self.config == 'debug':
 			cmd += ' --debug'
-		if a.boot == 'initramfs' and self.cpu != a.extra.get('cpu'):
+		if a.boot == 'initramfs' and self.cpu != a.guest.cpu:
 			cmd += f' --cpu {self.cpu}'
 		return cmd
 

@@ -310,7 +310,7 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 		    accel, ops) -> None:
 	"""Boot QEMU with the kernel and an initramfs of the kselftests."""
 	q = qemu.choose(req.arch, ops)
-	run.qemu = dict(q.as_dict(), cpu=opts.cpu or req.arch.extra['cpu'])
+	run.qemu = dict(q.as_dict(), cpu=opts.cpu or req.arch.guest.cpu)
 	progress(f'guest CPU: {run.qemu["cpu"]}' +
 		 ('' if opts.cpu else ' (the default; --cpu to change)'))
 	initrd = initramfs.build(req.arch, ksel, outdir / 'initramfs.cpio', ops)

@@ -4,7 +4,7 @@
 An arch may need a newer QEMU than the machine has: QEMU's pseries PMU
 raises the performance-monitor interrupt (counter overflow) only from
 QEMU 8.1, and Debian bookworm ships 7.2.  The arch says so in
-``extra['qemu_min']``.  When the installed QEMU is older, the Debian
+``ArchParams.qemu_min``.  When the installed QEMU is older, the Debian
 backports build (``<codename>-backports`` on the machine's own mirror, as
 the apt configuration names it) is downloaded and unpacked with ``dpkg -x``
 into the cache: the system's QEMU and apt configuration are left alone.
@@ -50,11 +50,6 @@ def parse_version(text: str) -> Tuple[int, ...]:
 	return tuple(int(x) for x in m.groups(default='0'))
 
 
-def _min_version(arch: ArchParams) -> Tuple[int, ...]:
-	want = arch.extra.get('qemu_min', '')
-	return tuple(int(x) for x in want.split('.')) if want else ()
-
-
 def _version_of(binary: str, ops: Ops) -> Tuple[int, ...]:
 	res = ops.run([binary, '--version'], check=False, timeout=60)
 	return parse_version(res.output)
@@ -85,7 +80,7 @@ def fetch_backport(arch: ArchParams, suite: str, ops: Ops,
 	version = _candidate(fetcher, arch.qemu_package)
 	if not version:
 		raise InfraError(f'{arch.qemu_package} is not in Debian {suite}',
-				 f'install QEMU {arch.extra.get("qemu_min")} or '
+				 f'install QEMU {arch.qemu_min_text} or '
 				 f'newer as {arch.qemu_binary}')
 	dest = root / re.sub(r'[^A-Za-z0-9.+~-]', '_', version)
 	binary = dest / 'usr' / 'bin' / arch.qemu_binary
@@ -117,20 +112,19 @@ def choose(arch: ArchParams, ops: Ops) -> Qemu:
 	"""The installed QEMU if new enough for the arch, else a backport."""
 	system = ops.require(arch.qemu_binary, arch.qemu_package)
 	have = _version_of(system, ops)
-	want = _min_version(arch)
+	want = arch.qemu_min
 	if not want or (have and have >= want):
 		return Qemu(system, have, 'system')
 	why = (f'{arch.qemu_binary} {".".join(map(str, have)) or "?"} is older '
-	       f'than {arch.extra["qemu_min"]}, which '
-	       f'{arch.extra.get("qemu_min_why", "this arch needs")}')
+	       f'than {arch.qemu_min_text}, which {arch.qemu_min_why}')
 	codename = _codename()
 	if not codename:
-		raise InfraError(why, f'install QEMU {arch.extra["qemu_min"]} or '
+		raise InfraError(why, f'install QEMU {arch.qemu_min_text} or '
 				 'newer')
 	q = fetch_backport(arch, f'{codename}-backports', ops)
 	if want and q.version < want:
 		raise InfraError(f'{why}, and {q.origin} is {q.version} too',
-				 f'install QEMU {arch.extra["qemu_min"]} or newer')
+				 f'install QEMU {arch.qemu_min_text} or newer')
 	progress(f'qemu: {why}: using {q.binary} ({q.origin})')
 	return Qemu(q.binary, q.version, q.origin, q.datadir, why)
 

@@ -147,7 +147,7 @@ def run_from_results(d: dict, local_dir: str = '') -> Run:
 	cpu = q.get('cpu') or ''
 	if not cpu and d.get('arch') in arches.known():
 		# runs from before the model was recorded used the default
-		cpu = arches.get(d['arch']).extra.get('cpu', '')
+		cpu = arches.get(d['arch']).guest.cpu
 	base = d.get('base') or {}
 	acc = d.get('accelerator') or {}
 	tests = d.get('tests', [])

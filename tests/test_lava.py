@@ -173,7 +173,7 @@ def test_the_ramdisk(arch, tmp_path, monkeypatch):
 	(tests / 'notes.txt').write_text('not a test')
 	rd = lava.ramdisk(arch, tests, tmp_path / 'rootfs.cpio', Ops())
 	files = _cpio_names(rd.read_bytes())
-	console = arches.get(arch).extra['console']
+	console = arches.get(arch).guest.console
 	assert stat.S_ISLNK(files['init'][0])
 	assert files['init'][1] == b'bin/busybox'
 	assert files['bin/busybox'][1] == b'BUSYBOX'

@@ -19,9 +19,9 @@ def test_parse_version(text, want):
 
 def test_ppc_needs_pmi_capable_qemu():
 	# 7.2 < 8.1 < 10.0: the version tuples order as QEMU releases do.
-	assert qemu._min_version(arches.get('ppc64le')) == (8, 1)
+	assert arches.get('ppc64le').qemu_min == (8, 1)
 	assert (7, 2, 22) < (8, 1) <= (10, 0, 2)
-	assert qemu._min_version(arches.get('x86_64')) == ()
+	assert arches.get('x86_64').qemu_min == ()
 
 
 def test_system_qemu_used_when_new_enough(monkeypatch):

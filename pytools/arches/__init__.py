@@ -2,15 +2,35 @@
 """Per-arch facts, one module an arch, as kunit.py's qemu_configs.
 
 The list of supported arches is the directory listing: adding an arch is
-adding a file that defines ARCH = ArchParams(...).
+adding a file that defines ARCH = ArchParams(...).  Every parameter is a
+typed field: a misspelled or missing one stops the loading of that file
+with an error naming the file and the field, not a KeyError mid-run.
 """
 
-import importlib
-import pkgutil
-from dataclasses import dataclass, field
+import functools
+import importlib.util
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Dict, Tuple
 
 from ..errors import UserError
+
+BOOTS = ('vng', 'initramfs')
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Guest:
+	"""The guest machine, where the tools (not virtme-ng) start QEMU:
+	the initramfs guests, a LAVA job, a board."""
+	console: str			# the serial console: ttyS0, hvc0
+	# QEMU CPU model when none is asked for (x86_64: what virtme-ng
+	# gives a TCG guest; under KVM it asks for "host")
+	cpu: str
+	machine: str = ''		# QEMU -M ('' : virtme-ng chooses)
+	# the test programs' environment by default (on the kernel
+	# command line of an initramfs guest)
+	env: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -25,8 +45,12 @@ class ArchParams:
 	qemu_binary: str
 	qemu_package: str
 	unistd_header: str		# installed header with __NR_ numbers
-	boot: str = 'vng'		# how the guest is booted
-	extra: Dict[str, str] = field(default_factory=dict)
+	debian_arch: str		# Debian's name (packages for a ramdisk)
+	guest: Guest
+	boot: str = 'vng'		# how the guest is booted: BOOTS
+	# The oldest QEMU that runs every test of this arch, and why
+	qemu_min: Tuple[int, ...] = ()
+	qemu_min_why: str = ''
 	# Seconds the guest may print nothing on its console before it is
 	# taken for stopped and killed, by config name ('default' for the
 	# rest): the debug kernel is much slower, and emulated POWER is.
@@ -37,18 +61,54 @@ class ArchParams:
 	# (TCG with -icount: the guest clock counts instructions).
 	bench_boots: Tuple[str, ...] = ('wall', 'icount')
 
+	def __post_init__(self) -> None:
+		if not isinstance(self.guest, Guest):
+			raise TypeError('guest must be a Guest(...)')
+		if self.boot not in BOOTS:
+			raise ValueError(f'boot {self.boot!r}: one of {BOOTS}')
+		if self.boot == 'initramfs' and not self.guest.machine:
+			raise ValueError('an initramfs guest needs guest.machine')
+		if 'default' not in self.silence:
+			raise ValueError("silence needs a 'default' bound")
+		if self.qemu_min and not self.qemu_min_why:
+			raise ValueError('qemu_min needs qemu_min_why')
+
 	def silence_for(self, config_name: str) -> float:
 		return self.silence.get(config_name, self.silence['default'])
 
+	@property
+	def qemu_min_text(self) -> str:
+		return '.'.join(map(str, self.qemu_min))
+
+
+def load_file(path: Path) -> ArchParams:
+	"""The ARCH a file defines, or a UserError naming the file and what
+	is wrong with it (an unknown or missing field, a bad value)."""
+	spec = importlib.util.spec_from_file_location(
+		f'{__name__}.{path.stem}', path)
+	m = importlib.util.module_from_spec(spec)
+	try:
+		spec.loader.exec_module(m)
+	except (TypeError, ValueError) as e:
+		raise UserError(f'{path}: {e}', 'the fields are: ' + ', '.join(
+			f.name for f in fields(ArchParams)) + '; Guest: ' +
+			', '.join(f.name for f in fields(Guest))) from None
+	arch = getattr(m, 'ARCH', None)
+	if not isinstance(arch, ArchParams):
+		raise UserError(f'{path} defines no ARCH = ArchParams(...)',
+				'define it, or move the file out of '
+				'pytools/arches/')
+	return arch
+
+
+@functools.lru_cache(maxsize=None)
+def _load_all() -> Tuple[ArchParams, ...]:
+	return tuple(load_file(p) for p in sorted(HERE.glob('*.py'))
+		     if p.name != '__init__.py')
+
 
 def known() -> Dict[str, ArchParams]:
-	out = {}
-	for mod in pkgutil.iter_modules(__path__):
-		m = importlib.import_module(f'{__name__}.{mod.name}')
-		arch = getattr(m, 'ARCH', None)
-		if isinstance(arch, ArchParams):
-			out[arch.name] = arch
-	return out
+	return {a.name: a for a in _load_all()}
 
 
 def get(name: str) -> ArchParams:

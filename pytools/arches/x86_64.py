@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-from . import ArchParams
+from . import ArchParams, Guest
 
 ARCH = ArchParams(
 	name='x86_64',
@@ -12,11 +12,13 @@ ARCH = ArchParams(
 	qemu_binary='qemu-system-x86_64',
 	qemu_package='qemu-system-x86',
 	unistd_header='usr/include/asm/unistd_64.h',
+	# Debian's name of the arch (packages for a LAVA ramdisk)
+	debian_arch='amd64',
+	# The serial console outside virtme-ng (a LAVA QEMU device, a
+	# board); virtme-ng's TCG CPU model (under KVM it asks for "host")
+	guest=Guest(console='ttyS0', cpu='max'),
 	# The in-guest runner prints a line every 30 s while a test runs;
 	# the debug kernel boots for 160 s under TCG, KASAN and lockdep
 	# printing little, and kmemleak scans take minutes.
 	silence={'default': 120.0, 'debug': 600.0},
-	# Debian's name of the arch (packages for a LAVA ramdisk) and the
-	# serial console outside virtme-ng (a LAVA QEMU device, a board)
-	extra={'debian_arch': 'amd64', 'console': 'ttyS0'},
 )
