@@ -23,6 +23,7 @@ the build directory's first (cold) build was timed (kernel.build records
 it), that cold build.
 """
 
+import dataclasses
 import datetime
 import json
 import os
@@ -67,43 +68,42 @@ class BootResult:
 	seconds: float
 
 
-def _boot_initramfs(req, build, binary, label: str, outdir: Path,
-		    timeout: float, ops: Ops, meta: dict) -> Tuple[str, object]:
-	q = qemu.choose(req.arch, ops)
-	meta['qemu'] = q.as_dict()
-	initrd = initramfs.build(req.arch, None, outdir / f'initramfs-{label}.cpio',
-				 ops, bench=[binary])
+def _boot(req, build, binary, label: str, accel: AccelChoice,
+	  outdir: Path, timeout: float, ops: Ops,
+	  meta: dict) -> Tuple[str, object]:
+	"""One benchmark boot (@label 'wall' or 'icount'); what the
+	benchmark printed and how the guest ended."""
 	icount = label == 'icount'
-	argv = initramfs.qemu_argv(req.arch, build.image, initrd, 'tcg',
-				   cpus=1 if icount else 2,
-				   qemu=qemu.argv_prefix(q),
-				   env=[ICOUNT_ENV] if icount else ())
-	if icount:
-		argv += list(ICOUNT_OPTS)
-	log = outdir / f'console-{label}.log'
-	done = initramfs.boot(argv, log, timeout, ops,
-			      idle_timeout=req.arch.silence_for(req.config_name))
-	sub = outdir / label
-	initramfs.split_console(log.read_text(errors='replace'), sub)
-	f = sub / 'bench-perfctr_bench.jsonl'
-	return (f.read_text() if f.exists() else ''), done
-
-
-def _boot_vng(req, build, binary, label: str, accel: AccelChoice,
-	      outdir: Path, timeout: float, ops: Ops) -> Tuple[str, object]:
-	icount = label == 'icount'
+	if icount or req.arch.boot == 'initramfs':
+		accel = AccelChoice(Accel.TCG, '-icount needs TCG' if icount
+				    else f'{req.arch.name} guest', ())
+	breq = boot.BootRequest(
+		arch=req.arch, image=build.image, accel=accel,
+		log=outdir / f'console-{label}.log', timeout=timeout,
+		cpus=1 if icount else 2,
+		qemu_opts=ICOUNT_OPTS if icount else (),
+		idle_timeout=req.arch.silence_for(req.config_name))
+	if req.arch.boot == 'initramfs':
+		q = qemu.choose(req.arch, ops)
+		meta['qemu'] = q.as_dict()
+		initrd = initramfs.build(req.arch, None,
+					 outdir / f'initramfs-{label}.cpio', ops,
+					 bench=[binary])
+		breq = dataclasses.replace(breq, initrd=initrd,
+					   qemu=qemu.argv_prefix(q),
+					   env=[ICOUNT_ENV] if icount else ())
+		done = boot.boot(breq, ops)
+		sub = outdir / label
+		initramfs.split_console(breq.log.read_text(errors='replace'),
+					sub)
+		f = sub / 'bench-perfctr_bench.jsonl'
+		return (f.read_text() if f.exists() else ''), done
 	out = outdir / f'bench-{label}.jsonl'
 	env = f'{ICOUNT_ENV[0]}={ICOUNT_ENV[1]} ' if icount else ''
 	cmd = (f'{env}{shlex.quote(str(binary))} > {shlex.quote(str(out))} '
 	       f'2> {shlex.quote(str(outdir / f"bench-{label}.err"))}')
-	if icount:
-		accel = AccelChoice(Accel.TCG, '-icount needs TCG', ())
-	done = boot.boot(boot.BootRequest(
-		arch=req.arch, image=build.image, command=cmd, accel=accel,
-		rwdirs=(outdir,), log=outdir / f'console-{label}.log',
-		timeout=timeout, cpus=1 if icount else 2,
-		qemu_opts=ICOUNT_OPTS if icount else (),
-		idle_timeout=req.arch.silence_for(req.config_name)), ops)
+	done = boot.boot(dataclasses.replace(breq, command=cmd,
+					     rwdirs=(outdir,)), ops)
 	return (out.read_text() if out.exists() else ''), done
 
 
@@ -132,14 +132,10 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 	for label in req.arch.bench_boots:
 		t0 = time.monotonic()
 		progress(f'bench: {req.arch.name} guest, {label} boot')
-		if req.arch.boot == 'initramfs':
-			text, done = _boot_initramfs(req, build, binary, label,
-						     outdir, timeout, ops, meta)
-			used = 'tcg'
-		else:
-			text, done = _boot_vng(req, build, binary, label, accel,
-					       outdir, timeout, ops)
-			used = 'tcg' if label == 'icount' else accel.accel.value
+		text, done = _boot(req, build, binary, label, accel, outdir,
+				   timeout, ops, meta)
+		used = 'tcg' if label == 'icount' or \
+			req.arch.boot == 'initramfs' else accel.accel.value
 		obs, fs = bench_report.parse(text, boot=label)
 		if done.timed_out or not obs:
 			raise InfraError(

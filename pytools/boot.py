@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Boot a built kernel under QEMU (through virtme-ng) and run a command.
+"""Boot a built kernel under QEMU and run the tests: the one way to start
+a guest (inv check, bench, bisect --boot and the KVM probe all call
+boot()).  A BootRequest says what to boot; the arch says how: virtme-ng
+with the host's root filesystem running a command (x86_64), or QEMU with
+an initramfs whose /init runs the tests (ppc64le; pytools/initramfs.py
+makes it and the command line).
 
 The accelerator is chosen here and said out loud: KVM only when a guest of
 this arch is seen to run on it, TCG otherwise.  Machines differ in how their
@@ -209,17 +214,29 @@ def attempts_json(attempts: Sequence[Attempt]) -> List[dict]:
 
 @dataclass(frozen=True)
 class BootRequest:
+	"""A guest to boot: the kernel, the accelerator, the bounds, and what
+	the guest runs (a vng guest's command, an initramfs guest's
+	initrd)."""
 	arch: ArchParams
 	image: Path
-	command: str
 	accel: AccelChoice
-	rwdirs: Sequence[Path]
 	log: Path
 	timeout: float
+	# vng guests: the command the guest runs, the host directories it
+	# may write (its results)
+	command: str = ''
+	rwdirs: Sequence[Path] = ()
+	# initramfs guests: the initrd (its /init runs the tests), the QEMU
+	# to run (binary and -L; default the arch's), the CPU model (default
+	# the arch's) and the test programs' environment (default the arch's)
+	initrd: Optional[Path] = None
+	qemu: Sequence[str] = ()
+	cpu: Optional[str] = None
+	env: Sequence[Tuple[str, str]] = ()
 	# seconds without a console line before the guest counts as stopped
 	idle_timeout: Optional[float] = None
 	cpus: int = 2
-	memory: str = '2G'
+	memory: str = ''	# '' : 2G under vng, 1G for an initramfs
 	# KUnit suites run at boot on every base: 7.x allnoconfig turns
 	# KUNIT_AUTORUN_ENABLED off, and 6.12 (no such parameter) ignores it.
 	append: Sequence[str] = ('kunit.autorun=1',)
@@ -229,7 +246,8 @@ class BootRequest:
 
 def vng_argv(req: BootRequest, vng: str) -> List[str]:
 	argv = [vng, '--run', str(req.image), '--user', 'root',
-		'--cpus', str(req.cpus), '--memory', req.memory, '--verbose',
+		'--cpus', str(req.cpus), '--memory', req.memory or '2G',
+		'--verbose',
 		'--disable-microvm', '--force-9p']
 	if req.accel.accel is Accel.TCG:
 		argv.append('--disable-kvm')
@@ -243,24 +261,57 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 	return argv
 
 
-def boot(req: BootRequest, ops: Ops,
-	 watch: Optional[Callable[[str], Optional[str]]] = None,
-	 on_quiet: Optional[Callable[[float, str], None]] = None,
-	 announce: bool = True) -> Completed:
-	"""Boot, run the command, power off; never outlive the timeout nor
-	a silence longer than req.idle_timeout.
+def initramfs_argv(req: BootRequest) -> List[str]:
+	"""The QEMU command line of an initramfs guest."""
+	from . import initramfs
+	if req.initrd is None:
+		raise ValueError(f'{req.arch.name} boots an initramfs: the '
+				 'BootRequest needs initrd')
+	return initramfs.qemu_argv(
+		req.arch, req.image, req.initrd, req.accel.accel.value,
+		cpus=req.cpus, memory=req.memory or '1G', qemu=req.qemu,
+		cpu=req.cpu, env=req.env) + list(req.qemu_opts)
 
-	@watch sees every console line and may stop the guest by returning
-	a reason; without one, a KVM guest is still watched for KVM errors.
-	"""
+
+def _vng(ops: Ops) -> str:
 	# vng lives in the same virtualenv as the tools, on PATH or not
 	here = Path(sys.executable).parent / 'vng'
 	vng = str(here) if here.exists() else ops.which('vng')
 	if not vng:
 		raise InfraError('vng (virtme-ng) is not installed',
 				 'run ./bootstrap, which installs it in .venv')
-	ops.require(req.arch.qemu_binary, req.arch.qemu_package)
-	argv = vng_argv(req, vng)
+	return vng
+
+
+def command_line(req: BootRequest, vng: str = 'vng') -> List[str]:
+	"""The command that boots @req, whichever way its arch boots."""
+	if req.arch.boot == 'initramfs':
+		return initramfs_argv(req)
+	return vng_argv(req, vng)
+
+
+def boot(req: BootRequest, ops: Ops,
+	 watch: Optional[Callable[[str], Optional[str]]] = None,
+	 on_quiet: Optional[Callable[[float, str], None]] = None,
+	 announce: bool = True) -> Completed:
+	"""Boot, run the tests (or the command), power off; never outlive
+	the timeout nor a silence longer than req.idle_timeout.
+
+	@watch sees every console line and may stop the guest by returning
+	a reason; without one, a KVM guest is still watched for KVM errors.
+	@on_quiet hears every quiet period (a progress line).
+	"""
+	env = None
+	if req.arch.boot == 'initramfs':
+		argv = initramfs_argv(req)
+		if not req.qemu:
+			ops.require(req.arch.qemu_binary, req.arch.qemu_package)
+	else:
+		vng = _vng(ops)
+		ops.require(req.arch.qemu_binary, req.arch.qemu_package)
+		argv = vng_argv(req, vng)
+		# vng runs virtme-run from PATH: its own bin directory too
+		env = {'PATH': f'{Path(vng).parent}:{os.environ.get("PATH", "")}'}
 	if announce:
 		progress(f'boot: {req.arch.name} under '
 			 f'{req.accel.accel.value.upper()} ({req.accel.reason}); '
@@ -268,9 +319,7 @@ def boot(req: BootRequest, ops: Ops,
 		progress(f'boot: the same by hand: {reproducer(argv)}')
 	if watch is None and req.accel.accel is Accel.KVM:
 		watch = kvm_failure
-	# vng runs virtme-run from PATH: its own bin directory must be on it
-	path = f'{Path(vng).parent}:{os.environ.get("PATH", "")}'
-	return ops.stream(argv, req.log, timeout=req.timeout, env={'PATH': path},
+	return ops.stream(argv, req.log, timeout=req.timeout, env=env,
 			  on_line=watch, idle_timeout=req.idle_timeout,
 			  on_quiet=on_quiet)
 

@@ -11,13 +11,12 @@ collect.py reads both the same way.
 
 import os
 import re
-import shlex
 import stat
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .arches import ArchParams
-from .ops import Completed, Ops, progress
+from .ops import Ops
 
 MARK = '### perfctr-guest'
 INIT_SRC = Path(__file__).parent / 'guest_init' / 'init.c'
@@ -94,17 +93,6 @@ def qemu_argv(arch: ArchParams, kernel: Path, initrd: Path, accel: str,
 		'-append', f'console={g.console} loglevel=1 panic=-1 '
 		'kunit.autorun=1' +
 		(f' {guest_env}' if guest_env else '')]
-
-
-def boot(argv: List[str], log: Path, timeout: float, ops: Ops,
-	 idle_timeout: Optional[float] = None, watch=None) -> Completed:
-	"""Boot; @watch (a watch.GuestWatch) hears every console line and
-	every quiet period, and may stop the guest (a KVM error)."""
-	progress(f'boot: console log: {log}; the same by hand: '
-		 f'{" ".join(shlex.quote(a) for a in argv)}')
-	return ops.stream(argv, log, timeout=timeout, idle_timeout=idle_timeout,
-			  on_line=watch.on_line if watch else None,
-			  on_quiet=watch.on_quiet if watch else None)
 
 
 def split_console(text: str, outdir: Path) -> Dict[str, int]:

@@ -240,7 +240,7 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	run.durations['boot_and_test'] = round(time.monotonic() - t0, 1)
 	run.logs['console'] = str(breq.log)
 	run.logs['guest'] = str(guest_out)
-	run.logs['boot_command'] = boot.reproducer(boot.vng_argv(breq, 'vng'))
+	run.logs['boot_command'] = boot.reproducer(boot.command_line(breq))
 	_stopped_problem(run, done, opts.timeout, breq.log)
 	run.tests = collect.collect(guest_out, breq.log, tree.path,
 				    userspace=opts.userspace, kunit=opts.kunit,
@@ -314,19 +314,20 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 	progress(f'guest CPU: {run.qemu["cpu"]}' +
 		 ('' if opts.cpu else ' (the default; --cpu to change)'))
 	initrd = initramfs.build(req.arch, ksel, outdir / 'initramfs.cpio', ops)
-	argv = initramfs.qemu_argv(req.arch, build.image, initrd,
-				   accel.accel.value, qemu=qemu.argv_prefix(q),
-				   cpu=opts.cpu, env=opts.guest_env)
-	log = outdir / 'console.log'
+	breq = boot.BootRequest(arch=req.arch, image=build.image, accel=accel,
+				log=outdir / 'console.log', timeout=opts.timeout,
+				initrd=initrd, qemu=qemu.argv_prefix(q),
+				cpu=opts.cpu, env=opts.guest_env,
+				idle_timeout=req.arch.silence_for(
+					opts.config_name))
+	log = breq.log
 	t0 = time.monotonic()
 	w = watch.GuestWatch(progress, kvm=accel.accel is boot.Accel.KVM)
-	done = initramfs.boot(argv, log, opts.timeout, ops,
-			      idle_timeout=req.arch.silence_for(opts.config_name),
-			      watch=w)
+	done = boot.boot(breq, ops, watch=w.on_line, on_quiet=w.on_quiet)
 	run.durations['boot_and_test'] = round(time.monotonic() - t0, 1)
 	run.logs['console'] = str(log)
 	run.logs['guest'] = str(guest_out)
-	run.logs['qemu'] = boot.reproducer(argv)
+	run.logs['qemu'] = boot.reproducer(boot.command_line(breq))
 	_stopped_problem(run, done, opts.timeout, log)
 	initramfs.split_console(log.read_text(errors='replace'), guest_out)
 	run.tests = collect.collect(guest_out, log, tree.path,

@@ -73,6 +73,32 @@ def test_boot_timeout_is_reported(fake_ops, tmp_path):
 	assert boot.boot(req, ops).timed_out
 
 
+def test_one_entry_point_boots_an_initramfs_guest_too(fake_ops, tmp_path):
+	"""boot.boot() starts every guest: an initramfs arch's request
+	becomes its QEMU command line, with the bounds and extra options."""
+	from pytools import arches
+	ppc = arches.get('ppc64le')
+	ops = fake_ops(answers=[('qemu-system-ppc64', (0, 'ok\n'))])
+	req = boot.BootRequest(
+		arch=ppc, image=tmp_path / 'vmlinux',
+		accel=boot.AccelChoice(boot.Accel.TCG, 'test'),
+		log=tmp_path / 'log', timeout=7, idle_timeout=3,
+		initrd=tmp_path / 'initrd', qemu=('/opt/qemu', '-L', '/opt/fw'),
+		cpu='power10', qemu_opts=('-icount', 'shift=0'))
+	boot.boot(req, ops, announce=False)
+	argv = ops.streams[0]['argv']
+	assert argv == boot.command_line(req)
+	assert argv[:3] == ['/opt/qemu', '-L', '/opt/fw']
+	assert argv[argv.index('-cpu') + 1] == 'power10'
+	assert argv[argv.index('-m') + 1] == '1G'
+	assert argv[-2:] == ['-icount', 'shift=0']
+	assert ops.streams[0]['timeout'] == 7
+	assert ops.streams[0]['idle_timeout'] == 3
+	with pytest.raises(ValueError, match='initrd'):
+		boot.command_line(boot.BootRequest(**dict(req.__dict__,
+							  initrd=None)))
+
+
 def test_real_stream_kills_a_hung_command(tmp_path):
 	from pytools.ops import Ops
 	res = Ops().stream(['sh', '-c', 'echo start; sleep 60'],
