@@ -42,6 +42,25 @@ class InfraError(PerfctrError):
 	kind = 'infrastructure error'
 
 
+class GitError(Exception):
+	"""A git command that failed where the tools expected it to work.
+
+	Not a PerfctrError on purpose: it is a bug or a broken repository,
+	reported as an internal error with its traceback in a log (exit 2);
+	the callers that expect a failure (a patch that does not apply)
+	catch it and say what to do.
+	"""
+
+	def __init__(self, argv, status: int, stderr: str, stdout: str = '') \
+			-> None:
+		self.argv = list(argv)
+		self.status = status
+		self.stderr = stderr
+		self.stdout = stdout
+		super().__init__(f'{" ".join(self.argv)} failed with status '
+				 f'{status}: {(stderr or stdout).strip()[:500]}')
+
+
 class PatchConflict(UserError):
 	"""A patch of the series did not apply."""
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The one module that runs other programs.
 
-Everything that starts a process (make, apt-get, dpkg-deb, tar, QEMU through
-vng) goes through an Ops object, so the tool's own tests replace one object
+Everything that starts a process (make, apt-get, dpkg-deb, tar, git, QEMU
+through vng) goes through an Ops object, so the tool's own tests replace one object
 and replay captured output instead of building kernels.  A failing command
 becomes the tools' own error here, at the edge, with the log path in it.
 """
@@ -17,9 +17,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
-from .errors import InfraError
+from .errors import GitError, InfraError
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,30 @@ class Ops:
 			raise InfraError(f'{" ".join(argv)} failed with status '
 					 f'{proc.returncode}:\n{tail}')
 		return res
+
+	def git(self, repo: Path, *args: str,
+		env: Optional[Mapping[str, str]] = None,
+		input: Union[str, bytes, None] = None,
+		keep_newline: bool = False) -> str:
+		"""git -C @repo ARGS: its stdout (without its last newline
+		unless @keep_newline), stderr apart; @input on its stdin.  A
+		failure raises GitError with git's stderr."""
+		argv = ['git', '-C', str(repo), *args]
+		data = input.encode() if isinstance(input, str) else input
+		try:
+			proc = subprocess.run(argv, input=data,
+					      stdout=subprocess.PIPE,
+					      stderr=subprocess.PIPE,
+					      env=dict(os.environ, **(env or {})))
+		except FileNotFoundError as e:
+			raise InfraError(f'cannot run git: {e.strerror}',
+					 'apt-get install git (or run ./bootstrap)') \
+				from e
+		out = proc.stdout.decode(errors='replace')
+		if proc.returncode != 0:
+			raise GitError(argv, proc.returncode,
+				       proc.stderr.decode(errors='replace'), out)
+		return out if keep_newline or not out.endswith('\n') else out[:-1]
 
 	def stream(self, argv: Sequence[str], log: Path,
 		   cwd: Optional[Path] = None,

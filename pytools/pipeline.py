@@ -425,7 +425,7 @@ def guarded(fn, *args, **kw) -> int:
 
 	Every task runs through here.  The tools' own errors say what to fix;
 	^C and SIGTERM stop the run (and its guest); any other exception (a
-	bug, a GitCommandError, a KeyError) is named in one line with its
+	bug, a GitError, a KeyError) is named in one line with its
 	traceback in a log file, never a status that looks like a test
 	failure.
 	"""

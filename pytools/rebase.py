@@ -27,10 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-import git
-
 from . import paths
-from .errors import PatchConflict, UserError
+from .errors import GitError, PatchConflict, UserError
 from .ops import progress
 from .series import APPLIED_REF, COMMITTER, COVER, WORK_BRANCH, Series, \
 	cover_description, read_series
@@ -54,7 +52,7 @@ class RebaseResult:
 
 
 def _state_path(dst: Series) -> Path:
-	return Path(dst.repo.git_dir) / STATE
+	return dst.git_dir / STATE
 
 
 def _load(dst: Series) -> Optional[dict]:
@@ -117,7 +115,7 @@ def resume(src: Series, dst: Series, command: str = '') -> RebaseResult:
 		raise UserError('the conflicted patch is not finished yet',
 				f'in {dst.tree.path}: resolve, "git add" the files, '
 				f'"git am --continue", then {command} --continue')
-	head = dst.repo.head.commit.hexsha
+	head = dst.head()
 	if head == state['head']:
 		raise UserError('the conflicted patch was not committed (git am '
 				'--skip or --abort?)',
@@ -153,12 +151,12 @@ def _run(src: Series, dst: Series, state: dict) -> RebaseResult:
 		try:
 			dst._git('apply', '--check', str(p))
 			how = 'clean'
-		except git.GitCommandError:
+		except GitError:
 			how = '3-way merge'
 		try:
 			dst._git('am', '-q', '-3', '--committer-date-is-author-date',
 				 str(p), env=COMMITTER)
-		except git.GitCommandError as e:
+		except GitError as e:
 			progress(f'rebase [{i + 1}/{len(patches)}] {p.name}: '
 				 'CONFLICT')
 			_save(dst, state)
@@ -179,7 +177,7 @@ def _run(src: Series, dst: Series, state: dict) -> RebaseResult:
 				) from None
 		state['steps'].append({'patch': p.name, 'how': how})
 		state['next'] = i + 1
-		state['head'] = dst.repo.head.commit.hexsha
+		state['head'] = dst.head()
 		_save(dst, state)
 		progress(f'rebase [{i + 1}/{len(patches)}] {p.name}: {how}')
 	return _finish(src, dst, state)
@@ -216,14 +214,15 @@ def _finish(src: Series, dst: Series, state: dict) -> RebaseResult:
 
 
 def _alternates(dst: Series) -> Path:
-	return Path(dst.repo.git_dir) / 'objects' / 'info' / 'alternates'
+	return dst.git_dir / 'objects' / 'info' / 'alternates'
 
 
 def _borrow(dst: Series, src_tree: Path) -> Optional[str]:
 	"""Let dst read src's objects; return what alternates held before."""
 	alt = _alternates(dst)
 	had = alt.read_text() if alt.exists() else None
-	src_objects = Path(git.Repo(src_tree).git_dir) / 'objects'
+	src_objects = Path(dst.ops.git(src_tree, 'rev-parse',
+				       '--absolute-git-dir')) / 'objects'
 	alt.parent.mkdir(parents=True, exist_ok=True)
 	alt.write_text((had or '') + f'{src_objects}\n')
 	return had
@@ -242,7 +241,7 @@ def _keep_series_objects(dst: Series) -> None:
 	objects = dst._git('rev-list', '--objects',
 			   f'{dst.tree.commit}..refs/heads/{WORK_BRANCH}',
 			   strip_newline_in_stdout=False)
-	pack = Path(dst.repo.git_dir) / 'objects' / 'pack' / 'pack'
+	pack = dst.git_dir / 'objects' / 'pack' / 'pack'
 	with tempfile.TemporaryFile('w+') as f:
 		f.write(objects)
 		f.seek(0)

@@ -7,6 +7,8 @@ the base; exporting is git format-patch of that branch.  Committer identity
 and dates are pinned, so apply followed by export reproduces patches/ byte
 for byte, and an apply of an unchanged series changes no file in the tree
 (so make rebuilds nothing).
+
+git runs through the Ops object like every other program (ops.git).
 """
 
 import datetime
@@ -18,11 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-import git
-
 from .bases import BaseTree
-from .errors import InfraError, PatchConflict, UserError
-from .ops import progress
+from .errors import GitError, InfraError, PatchConflict, UserError
+from .ops import Ops, progress
 
 WORK_BRANCH = 'perfctr'
 APPLIED_REF = 'refs/perfctr/applied'
@@ -89,22 +89,38 @@ def cover_description(patches: Path) -> str:
 
 
 class Series:
-	def __init__(self, tree: BaseTree, patches: Path) -> None:
+	def __init__(self, tree: BaseTree, patches: Path,
+		     ops: Optional[Ops] = None) -> None:
 		self.tree = tree
 		self.patches = patches
+		self.ops = ops or Ops()
 		try:
-			self.repo = git.Repo(tree.path)
-		except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
+			self.git_dir = Path(self._git('rev-parse',
+						      '--absolute-git-dir'))
+		except GitError as e:
 			raise UserError(f'{tree.path} is not a git repository',
 					'run inv base, or pass --tree with a '
 					'kernel git clone') from e
 
-	def _git(self, *args, env=None, **kw) -> str:
-		with self.repo.git.custom_environment(**(env or {})):
-			return self.repo.git.execute(['git', *args], **kw)
+	def _git(self, *args, env=None, istream=None,
+		 strip_newline_in_stdout: bool = True) -> str:
+		data = istream.read() if istream is not None else None
+		return self.ops.git(self.tree.path, *args, env=env, input=data,
+				    keep_newline=not strip_newline_in_stdout)
 
 	def _am_in_progress(self) -> bool:
-		return (Path(self.repo.git_dir) / 'rebase-apply').exists()
+		return (self.git_dir / 'rebase-apply').exists()
+
+	def _current_branch(self) -> Optional[str]:
+		"""The branch checked out, None when HEAD is detached."""
+		try:
+			return self._git('symbolic-ref', '-q', '--short', 'HEAD')
+		except GitError:
+			return None
+
+	def head(self) -> str:
+		"""The commit checked out."""
+		return self._git('rev-parse', 'HEAD')
 
 	def check_clean(self) -> None:
 		if self._am_in_progress():
@@ -114,8 +130,9 @@ class Series:
 				'resolve it and run "git am --continue" there, then '
 				'"inv export"; or throw it away with '
 				'"inv apply --abort"')
-		dirty = [d.a_path for d in self.repo.index.diff(None)] + \
-			[d.a_path for d in self.repo.index.diff('HEAD')]
+		dirty = self._git('diff', '--name-only').split() + \
+			self._git('diff', '--name-only', '--cached',
+				  'HEAD').split()
 		if dirty:
 			raise UserError(
 				f'{self.tree.path} has uncommitted changes: '
@@ -125,16 +142,13 @@ class Series:
 				'touched')
 
 	def _branch_tip(self) -> Optional[str]:
-		try:
-			return self.repo.rev_parse(
-				f'refs/heads/{WORK_BRANCH}').hexsha
-		except (git.BadName, ValueError):
-			return None
+		return self._ref(f'refs/heads/{WORK_BRANCH}')
 
 	def _ref(self, ref: str) -> Optional[str]:
 		try:
-			return self.repo.rev_parse(ref).hexsha
-		except (git.BadName, ValueError):
+			return self._git('rev-parse', '-q', '--verify',
+					 f'{ref}^{{commit}}')
+		except GitError:
 			return None
 
 	def matches_patches(self) -> bool:
@@ -144,7 +158,7 @@ class Series:
 		try:
 			merge_base = self._git('merge-base', self.tree.commit,
 					       WORK_BRANCH)
-		except git.GitCommandError:
+		except GitError:
 			return False
 		if merge_base != self.tree.commit:
 			return False
@@ -164,8 +178,7 @@ class Series:
 		self.check_clean()
 		names = [p.name for p in patches]
 		if self.matches_patches():
-			if self.repo.head.is_detached or \
-			   self.repo.active_branch.name != WORK_BRANCH:
+			if self._current_branch() != WORK_BRANCH:
 				self._git('checkout', '-q', WORK_BRANCH)
 			return ApplyResult(WORK_BRANCH, self._branch_tip(),
 					   names, changed=False)
@@ -191,9 +204,9 @@ class Series:
 					self._git('am', '-q', '-3',
 						  '--committer-date-is-author-date',
 						  str(p), env=COMMITTER)
-				except git.GitCommandError as e:
+				except GitError as e:
 					raise self._conflict(p, e) from None
-			head = self.repo.head.commit.hexsha
+			head = self.head()
 		else:
 			# Only the files that differ from what is checked out
 			# are written, so make rebuilds only what changed.
@@ -260,7 +273,7 @@ class Series:
 				try:
 					self._git('apply', '--cached', str(patchf),
 						  env=env)
-				except git.GitCommandError:
+				except GitError:
 					return parent, i
 				tree = self._git('write-tree', env=env)
 				body = msgf.read_text()
@@ -284,7 +297,7 @@ class Series:
 							   istream=m)
 		return parent, len(patches)
 
-	def _conflict(self, patch: Path, e: git.GitCommandError) -> PatchConflict:
+	def _conflict(self, patch: Path, e: GitError) -> PatchConflict:
 		files = self._git('diff', '--name-only',
 				  '--diff-filter=U').split()
 		if not files:
@@ -325,13 +338,12 @@ class Series:
 			wt = Path(tmp) / 'wt'
 			self._git('worktree', 'add', '-q', '--detach', str(wt), tip)
 			try:
-				r = git.Repo(wt)
-				with r.git.custom_environment(GIT_SEQUENCE_EDITOR='true',
-							      **COMMITTER):
-					r.git.rebase('-q', '-i', '--autosquash',
-						     self.tree.commit)
-				new = r.head.commit.hexsha
-			except git.GitCommandError as e:
+				self.ops.git(wt, 'rebase', '-q', '-i', '--autosquash',
+					     self.tree.commit,
+					     env=dict(COMMITTER,
+						      GIT_SEQUENCE_EDITOR='true'))
+				new = self.ops.git(wt, 'rev-parse', 'HEAD')
+			except GitError as e:
 				raise UserError('the autosquash rebase stopped: '
 						f'{(e.stderr or "").strip()[:400]}',
 						'squash by hand with git rebase -i') from None
@@ -395,8 +407,7 @@ class Series:
 		if done == len(names) and head != tip and \
 		   self._git('rev-parse', f'{head}^{{tree}}') == \
 		   self._git('rev-parse', f'{tip}^{{tree}}'):
-			on_branch = not self.repo.head.is_detached and \
-				self.repo.active_branch.name == WORK_BRANCH
+			on_branch = self._current_branch() == WORK_BRANCH
 			self._git('update-ref', f'refs/heads/{WORK_BRANCH}', head, tip)
 			if on_branch:
 				self._git('reset', '-q')	# index only

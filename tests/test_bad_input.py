@@ -3,11 +3,10 @@
 
 import errno
 
-import git
 import pytest
 
 from pytools import kernel, pipeline
-from pytools.errors import EXIT_CANNOT_RUN, InfraError, UserError
+from pytools.errors import EXIT_CANNOT_RUN, GitError, InfraError, UserError
 
 
 def test_full_disk_during_build_is_named_with_the_way_out(tmp_path):
@@ -54,7 +53,7 @@ def test_other_os_errors_exit_2_with_the_traceback_in_a_log(capsys, tmp_path,
 @pytest.mark.parametrize('exc', [
 	KeyError('no-such-base'),
 	RuntimeError('a bug'),
-	git.GitCommandError(['git', 'am'], 128, b'fatal: bad object'),
+	GitError(['git', 'am'], 128, 'fatal: bad object'),
 ])
 def test_any_unexpected_exception_exits_2_never_1(exc, capsys, tmp_path,
 						   monkeypatch):

@@ -76,16 +76,17 @@ def test_every_task_exits_2_on_an_unexpected_exception(task, exc, monkeypatch,
 
 
 def test_a_git_error_exits_2(monkeypatch, tmp_path, capsys):
-	import git
+	from pytools.errors import GitError
 	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
 
 	def boom(*a, **kw):
-		raise git.GitCommandError(['git', 'am', '-3'], 128,
-					  b'fatal: previous rebase directory '
-					  b'.git/rebase-apply still exists')
+		raise GitError(['git', 'am', '-3'], 128,
+			       'fatal: previous rebase directory '
+			       '.git/rebase-apply still exists')
 	monkeypatch.setattr(pipeline, 'resolve_base', boom)
 	assert _exit(tasks.apply) == 2
-	assert 'GitCommandError' in capsys.readouterr().err
+	err = capsys.readouterr().err
+	assert 'internal error: GitError' in err and 'rebase-apply' in err
 
 
 def test_a_test_failure_is_exit_1_and_a_pass_is_0(monkeypatch):
