@@ -23,7 +23,7 @@ from typing import Callable, List, Optional, Tuple
 from . import kernel
 from .errors import UserError
 from .ops import Ops, progress
-from .series import WORK_BRANCH, Series
+from .series import Series
 
 _WARN = re.compile(r'^(\S+?):(\d+):(\d+): warning: (.*)$')
 
@@ -67,17 +67,16 @@ BootFn = Callable[[int, str], Tuple[bool, str]]
 def run(series: Series, req: kernel.BuildRequest, ops: Ops,
 	boot: Optional[BootFn] = None) -> BisectResult:
 	series.check_clean()
-	commits = series._git('rev-list', '--reverse',
-			      f'{series.tree.commit}..{WORK_BRANCH}').split()
+	commits = series.branch_commits()
 	res = BisectResult(arch=req.arch.name)
 	# A kill (CI timeout, kill(1)) must still put the work branch back.
 	old_term = signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
 	try:
 		for i, c in enumerate(commits, 1):
-			subject = series._git('log', '-1', '--format=%s', c)
+			subject = series.subject(c)
 			progress(f'bisect {req.arch.name} [{i}/{len(commits)}] '
 				 f'{subject}')
-			series._git('checkout', '-q', '--detach', c)
+			series.checkout(c)
 			log = req.build_dir / f'bisect-{i:02d}.log'
 			log.unlink(missing_ok=True)
 			t0 = time.monotonic()
@@ -104,7 +103,7 @@ def run(series: Series, req: kernel.BuildRequest, ops: Ops,
 			if not built or booted.startswith('FAIL'):
 				break
 	finally:
-		series._git('checkout', '-q', WORK_BRANCH)
+		series.checkout()
 		signal.signal(signal.SIGTERM, old_term)
 	return res
 

@@ -22,7 +22,6 @@ ends with the rebase (finished or aborted).
 import datetime
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -30,8 +29,8 @@ from typing import List, Optional
 from . import paths
 from .errors import GitError, PatchConflict, UserError
 from .ops import progress
-from .series import APPLIED_REF, COMMITTER, COVER, WORK_BRANCH, Series, \
-	cover_description, read_series
+from .series import COVER, WORK_BRANCH, Series, cover_description, \
+	read_series
 
 STATE = 'perfctr-rebase.json'
 TMP_REF = 'refs/perfctr/rebase-source'
@@ -81,16 +80,9 @@ def start(src: Series, dst: Series, command: str = 'inv rebase') -> \
 	applied = src.apply()		# the old series as commits, for range-diff
 	patches = read_series(src.patches)
 	dst.check_clean()
-	old_branch = dst._branch_tip()
-	saved = ''
-	if old_branch and old_branch not in (dst._ref(APPLIED_REF),
-					     dst.tree.commit):
-		stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-		saved = f'{WORK_BRANCH}-saved-{stamp}'
-		dst._git('branch', saved, old_branch)
-		progress(f'{WORK_BRANCH} in {dst.tree.path} had unexported '
-			 f'commits: kept as branch {saved}')
-	dst._git('checkout', '-q', '--detach', dst.tree.commit)
+	old_branch = dst.branch_tip()
+	saved = dst.keep_unexported()
+	dst.checkout(dst.tree.commit)
 	alternates = _borrow(dst, src.tree.path)
 	state = {'alternates': alternates,'source_patches': str(src.patches),
 		 'source_tree': str(src.tree.path),
@@ -111,7 +103,7 @@ def resume(src: Series, dst: Series, command: str = '') -> RebaseResult:
 				f'start one with {command or "inv rebase --onto BASE"}')
 	command = command or state.get('command', 'inv rebase')
 	state['command'] = command
-	if dst._am_in_progress():
+	if dst.am_in_progress():
 		raise UserError('the conflicted patch is not finished yet',
 				f'in {dst.tree.path}: resolve, "git add" the files, '
 				f'"git am --continue", then {command} --continue')
@@ -132,14 +124,12 @@ def resume(src: Series, dst: Series, command: str = '') -> RebaseResult:
 
 def abort(dst: Series) -> None:
 	state = _load(dst)
-	if dst._am_in_progress():
-		dst._git('am', '--abort')
+	dst.abort_am()
 	if state:
 		_give_back(dst, state.get('alternates'))
 		if state.get('old_branch'):
-			dst._git('checkout', '-q', '--detach', state['old_branch'])
-			dst._git('branch', '-f', WORK_BRANCH, state['old_branch'])
-			dst._git('checkout', '-q', WORK_BRANCH)
+			dst.checkout(state['old_branch'])
+			dst.move_work_branch(state['old_branch'])
 		_state_path(dst).unlink()
 
 
@@ -148,20 +138,14 @@ def _run(src: Series, dst: Series, state: dict) -> RebaseResult:
 	while state['next'] < len(patches):
 		i = state['next']
 		p = patches[i]
+		how = 'clean' if dst.applies_cleanly(p) else '3-way merge'
 		try:
-			dst._git('apply', '--check', str(p))
-			how = 'clean'
-		except GitError:
-			how = '3-way merge'
-		try:
-			dst._git('am', '-q', '-3', '--committer-date-is-author-date',
-				 str(p), env=COMMITTER)
+			dst.am(p)
 		except GitError as e:
 			progress(f'rebase [{i + 1}/{len(patches)}] {p.name}: '
 				 'CONFLICT')
 			_save(dst, state)
-			files = dst._git('diff', '--name-only',
-					 '--diff-filter=U').split()
+			files = dst.unmerged_files()
 			raise PatchConflict(
 				p.name, files,
 				f'{p.name} conflicts on {dst.tree.origin} in: '
@@ -184,11 +168,7 @@ def _run(src: Series, dst: Series, state: dict) -> RebaseResult:
 
 
 def _finish(src: Series, dst: Series, state: dict) -> RebaseResult:
-	dst._git('branch', '-f', WORK_BRANCH, 'HEAD')
-	dst._git('checkout', '-q', WORK_BRANCH)
-	desc = cover_description(src.patches)
-	if desc:
-		dst._git('config', f'branch.{WORK_BRANCH}.description', desc)
+	dst.move_work_branch(dst.head(), cover_description(src.patches))
 	dst.patches.mkdir(parents=True, exist_ok=True)
 	if not (dst.patches / COVER).exists() and (src.patches / COVER).exists():
 		shutil.copyfile(src.patches / COVER, dst.patches / COVER)
@@ -206,11 +186,11 @@ def _finish(src: Series, dst: Series, state: dict) -> RebaseResult:
 		'onto': {'origin': dst.tree.origin, 'base': dst.tree.commit,
 			 'patches': str(dst.patches)},
 		'steps': state['steps'],
-		'tip': dst._branch_tip()}, indent=1) + '\n')
+		'tip': dst.branch_tip()}, indent=1) + '\n')
 	_keep_series_objects(dst)
 	_give_back(dst, state.get('alternates'))
 	_state_path(dst).unlink()
-	return RebaseResult(steps, dst._branch_tip(), rd, outdir)
+	return RebaseResult(steps, dst.branch_tip(), rd, outdir)
 
 
 def _alternates(dst: Series) -> Path:
@@ -238,14 +218,7 @@ def _keep_series_objects(dst: Series) -> None:
 	destination whole (what git clone --dissociate does, for the series'
 	objects only).
 	"""
-	objects = dst._git('rev-list', '--objects',
-			   f'{dst.tree.commit}..refs/heads/{WORK_BRANCH}',
-			   strip_newline_in_stdout=False)
-	pack = dst.git_dir / 'objects' / 'pack' / 'pack'
-	with tempfile.TemporaryFile('w+') as f:
-		f.write(objects)
-		f.seek(0)
-		dst._git('pack-objects', '-q', str(pack), istream=f)
+	dst.pack_objects_since_base()
 
 
 def _give_back(dst: Series, had: Optional[str]) -> None:
@@ -260,13 +233,10 @@ def range_diff(dst: Series, src_tree: Path, src_base: str,
 	       src_tip: str) -> str:
 	"""git range-diff of the old series against the new (objects borrowed)."""
 	try:
-		dst._git('update-ref', TMP_REF, src_tip)
-		return dst._git('range-diff', '--no-color',
-				f'{src_base}..{TMP_REF}',
-				f'{dst.tree.commit}..{WORK_BRANCH}',
-				strip_newline_in_stdout=False)
+		dst.set_ref(TMP_REF, src_tip)
+		return dst.range_diff(TMP_REF, WORK_BRANCH, old_base=src_base)
 	finally:
-		dst._git('update-ref', '-d', TMP_REF)
+		dst.set_ref(TMP_REF, None)
 
 
 def command(onto: str, base: Optional[str], tree: Optional[str],

@@ -102,13 +102,13 @@ class Series:
 					'run inv base, or pass --tree with a '
 					'kernel git clone') from e
 
-	def _git(self, *args, env=None, istream=None,
-		 strip_newline_in_stdout: bool = True) -> str:
-		data = istream.read() if istream is not None else None
-		return self.ops.git(self.tree.path, *args, env=env, input=data,
-				    keep_newline=not strip_newline_in_stdout)
+	def _git(self, *args, env=None, input=None,
+		 keep_newline: bool = False) -> str:
+		return self.ops.git(self.tree.path, *args, env=env, input=input,
+				    keep_newline=keep_newline)
 
-	def _am_in_progress(self) -> bool:
+	def am_in_progress(self) -> bool:
+		"""Has a git am stopped at a conflict in the tree?"""
 		return (self.git_dir / 'rebase-apply').exists()
 
 	def _current_branch(self) -> Optional[str]:
@@ -123,7 +123,7 @@ class Series:
 		return self._git('rev-parse', 'HEAD')
 
 	def check_clean(self) -> None:
-		if self._am_in_progress():
+		if self.am_in_progress():
 			raise UserError(
 				f'an earlier apply stopped at a conflict in '
 				f'{self.tree.path}',
@@ -141,10 +141,12 @@ class Series:
 				'the series) or "git stash" them; nothing was '
 				'touched')
 
-	def _branch_tip(self) -> Optional[str]:
-		return self._ref(f'refs/heads/{WORK_BRANCH}')
+	def branch_tip(self) -> Optional[str]:
+		"""The work branch's commit; None if there is no such branch."""
+		return self.resolve(f'refs/heads/{WORK_BRANCH}')
 
-	def _ref(self, ref: str) -> Optional[str]:
+	def resolve(self, ref: str) -> Optional[str]:
+		"""The commit @ref names; None if it names none."""
 		try:
 			return self._git('rev-parse', '-q', '--verify',
 					 f'{ref}^{{commit}}')
@@ -153,7 +155,7 @@ class Series:
 
 	def matches_patches(self) -> bool:
 		"""Does the work branch export to exactly what patches/ holds?"""
-		if self._branch_tip() is None:
+		if self.branch_tip() is None:
 			return False
 		try:
 			merge_base = self._git('merge-base', self.tree.commit,
@@ -180,18 +182,10 @@ class Series:
 		if self.matches_patches():
 			if self._current_branch() != WORK_BRANCH:
 				self._git('checkout', '-q', WORK_BRANCH)
-			return ApplyResult(WORK_BRANCH, self._branch_tip(),
+			return ApplyResult(WORK_BRANCH, self.branch_tip(),
 					   names, changed=False)
 
-		saved = ''
-		tip = self._branch_tip()
-		if tip and tip not in (self._ref(APPLIED_REF), self.tree.commit):
-			stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-			saved = f'{WORK_BRANCH}-saved-{stamp}'
-			self._git('branch', saved, tip)
-			progress(f'{WORK_BRANCH} had commits that were never '
-				 f'exported; kept them as branch {saved}')
-
+		saved = self.keep_unexported()
 		head, done = self._commit_patches(patches)
 		if done < len(patches):
 			# A patch needs a 3-way merge or conflicts: finish with
@@ -201,9 +195,7 @@ class Series:
 				progress(f'apply [{i}/{len(patches)}] {p.name} '
 					 '(git am -3)')
 				try:
-					self._git('am', '-q', '-3',
-						  '--committer-date-is-author-date',
-						  str(p), env=COMMITTER)
+					self.am(p)
 				except GitError as e:
 					raise self._conflict(p, e) from None
 			head = self.head()
@@ -211,13 +203,8 @@ class Series:
 			# Only the files that differ from what is checked out
 			# are written, so make rebuilds only what changed.
 			self._git('checkout', '-q', '--detach', head)
-		self._git('branch', '-f', WORK_BRANCH, head)
-		self._git('checkout', '-q', WORK_BRANCH)
-		self._git('update-ref', APPLIED_REF, head)
-		desc = cover_description(self.patches)
-		if desc:
-			self._git('config', f'branch.{WORK_BRANCH}.description',
-				  desc)
+		self.move_work_branch(head, cover_description(self.patches))
+		self.set_ref(APPLIED_REF, head)
 		return ApplyResult(WORK_BRANCH, head, names, changed=True,
 				   saved_branch=saved)
 
@@ -240,7 +227,84 @@ class Series:
 		return self._git('range-diff', '--no-color',
 				 f'{old_base or self.tree.commit}..{old}',
 				 f'{self.tree.commit}..{new}',
-				 strip_newline_in_stdout=False)
+				 keep_newline=True)
+
+	def keep_unexported(self) -> str:
+		"""Keep work branch commits that were never exported (neither
+		the base nor what the last apply or export made) as a branch
+		perfctr-saved-<time>; its name, '' when there was nothing."""
+		tip = self.branch_tip()
+		if not tip or tip in (self.resolve(APPLIED_REF), self.tree.commit):
+			return ''
+		stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+		saved = f'{WORK_BRANCH}-saved-{stamp}'
+		self._git('branch', saved, tip)
+		progress(f'{WORK_BRANCH} in {self.tree.path} had commits that '
+			 f'were never exported; kept them as branch {saved}')
+		return saved
+
+	def branch_commits(self) -> List[str]:
+		"""The work branch's commits since the base, oldest first."""
+		return self._git('rev-list', '--reverse',
+				 f'{self.tree.commit}..{WORK_BRANCH}').split()
+
+	def subject(self, commit: str) -> str:
+		return self._git('log', '-1', '--format=%s', commit)
+
+	def checkout(self, commit: Optional[str] = None) -> None:
+		"""Check out @commit (detached), or the work branch."""
+		if commit:
+			self._git('checkout', '-q', '--detach', commit)
+		else:
+			self._git('checkout', '-q', WORK_BRANCH)
+
+	def move_work_branch(self, commit: str, description: str = '') -> None:
+		"""Point the work branch at @commit and check it out (with
+		@description, the cover letter's, as the branch's)."""
+		self._git('branch', '-f', WORK_BRANCH, commit)
+		self._git('checkout', '-q', WORK_BRANCH)
+		if description:
+			self._git('config', f'branch.{WORK_BRANCH}.description',
+				  description)
+
+	def applies_cleanly(self, patch: Path) -> bool:
+		"""Does @patch apply to the checked-out tree without a merge?"""
+		try:
+			self._git('apply', '--check', str(patch))
+			return True
+		except GitError:
+			return False
+
+	def am(self, patch: Path) -> None:
+		"""git am -3 one patch as apply commits it (pinned committer);
+		a GitError when it stops at a conflict."""
+		self._git('am', '-q', '-3', '--committer-date-is-author-date',
+			  str(patch), env=COMMITTER)
+
+	def abort_am(self) -> None:
+		if self.am_in_progress():
+			self._git('am', '--abort')
+
+	def unmerged_files(self) -> List[str]:
+		return self._git('diff', '--name-only', '--diff-filter=U').split()
+
+	def set_ref(self, ref: str, commit: Optional[str]) -> None:
+		"""Point @ref at @commit; None deletes it."""
+		if commit:
+			self._git('update-ref', ref, commit)
+		else:
+			self._git('update-ref', '-d', ref)
+
+	def pack_objects_since_base(self) -> None:
+		"""Pack every object the work branch adds to the base into
+		the tree's own store (git writes none it can already read,
+		e.g. through objects/info/alternates)."""
+		objects = self._git('rev-list', '--objects',
+				    f'{self.tree.commit}..refs/heads/{WORK_BRANCH}',
+				    keep_newline=True)
+		self._git('pack-objects', '-q',
+			  str(self.git_dir / 'objects' / 'pack' / 'pack'),
+			  input=objects)
 
 	def touched_files(self) -> List[str]:
 		"""The files the work branch changes from the base."""
@@ -264,9 +328,8 @@ class Series:
 				if not quiet:
 					progress(f'apply [{i + 1}/{len(patches)}] '
 						 f'{p.name}')
-				with open(p, 'rb') as f:
-					info = self._git('mailinfo', '-u', str(msgf),
-							 str(patchf), istream=f)
+				info = self._git('mailinfo', '-u', str(msgf),
+						 str(patchf), input=p.read_bytes())
 				fields = dict(l.split(': ', 1) for l in
 					      info.splitlines() if ': ' in l)
 				self._git('read-tree', parent, env=env)
@@ -278,28 +341,20 @@ class Series:
 				tree = self._git('write-tree', env=env)
 				body = msgf.read_text()
 				raw = fields.get('Subject', '') + '\n\n' + body
-				with tempfile.TemporaryFile('w+') as m:
-					m.write(raw)
-					m.seek(0)
-					message = self._git('stripspace', istream=m,
-							    strip_newline_in_stdout=False)
+				message = self._git('stripspace', input=raw,
+						    keep_newline=True)
 				date = fields.get('Date', '')
 				cenv = dict(COMMITTER,
 					    GIT_AUTHOR_NAME=fields.get('Author', ''),
 					    GIT_AUTHOR_EMAIL=fields.get('Email', ''),
 					    GIT_AUTHOR_DATE=date,
 					    GIT_COMMITTER_DATE=date)
-				with tempfile.TemporaryFile('w+') as m:
-					m.write(message)
-					m.seek(0)
-					parent = self._git('commit-tree', tree, '-p',
-							   parent, env=cenv,
-							   istream=m)
+				parent = self._git('commit-tree', tree, '-p',
+						   parent, env=cenv, input=message)
 		return parent, len(patches)
 
 	def _conflict(self, patch: Path, e: GitError) -> PatchConflict:
-		files = self._git('diff', '--name-only',
-				  '--diff-filter=U').split()
+		files = self.unmerged_files()
 		if not files:
 			diff = patch.read_text(errors='replace')
 			files = sorted(set(re.findall(r'^diff --git a/(\S+)', diff,
@@ -318,10 +373,9 @@ class Series:
 			'"inv apply --abort" to go back, nothing lost')
 
 	def abort(self) -> None:
-		if self._am_in_progress():
-			self._git('am', '--abort')
-		if self._branch_tip():
-			self._git('checkout', '-q', WORK_BRANCH)
+		self.abort_am()
+		if self.branch_tip():
+			self.checkout()
 
 	def autosquash(self) -> str:
 		"""git rebase --autosquash of the work branch, in a scratch worktree.
@@ -331,7 +385,7 @@ class Series:
 		has the same tree as the branch had, so only the branch moves.
 		"""
 		self.check_clean()
-		tip = self._branch_tip()
+		tip = self.branch_tip()
 		if tip is None:
 			raise UserError(f'no {WORK_BRANCH} branch', 'run inv apply first')
 		with tempfile.TemporaryDirectory() as tmp:
@@ -387,12 +441,12 @@ class Series:
 		cover.write_text(text)
 
 	def export(self) -> List[str]:
-		if self._am_in_progress():
+		if self.am_in_progress():
 			raise UserError('a "git am" is in progress in '
 					f'{self.tree.path}',
 					'finish it (git am --continue) or abort it '
 					'(inv apply --abort) first')
-		if self._branch_tip() is None:
+		if self.branch_tip() is None:
 			raise UserError(f'no {WORK_BRANCH} branch in '
 					f'{self.tree.path}', 'run inv apply first')
 		self.patches.mkdir(parents=True, exist_ok=True)
@@ -401,18 +455,19 @@ class Series:
 		# patches makes (pinned committer, committer date = author
 		# date), so apply followed by export gives the same bytes on
 		# any machine.  Same trees, so no file in the tree changes.
-		tip = self._branch_tip()
+		tip = self.branch_tip()
 		head, done = self._commit_patches(read_series(self.patches),
 						  quiet=True)
 		if done == len(names) and head != tip and \
 		   self._git('rev-parse', f'{head}^{{tree}}') == \
 		   self._git('rev-parse', f'{tip}^{{tree}}'):
 			on_branch = self._current_branch() == WORK_BRANCH
-			self._git('update-ref', f'refs/heads/{WORK_BRANCH}', head, tip)
+			self._git('update-ref', f'refs/heads/{WORK_BRANCH}', head,
+				  tip)
 			if on_branch:
 				self._git('reset', '-q')	# index only
 			names = self._write_patches()
-		self._git('update-ref', APPLIED_REF, self._branch_tip())
+		self.set_ref(APPLIED_REF, self.branch_tip())
 		return names
 
 	def _write_patches(self) -> List[str]:

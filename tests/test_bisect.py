@@ -60,12 +60,14 @@ def test_a_machine_that_cannot_build_is_not_a_bad_patch(tmp_path):
 		def check_clean(self):
 			pass
 
-		def _git(self, *args, **kw):
-			if args[0] == 'rev-list':
-				return 'c1 c2'
-			if args[0] == 'log':
-				return 'a patch'
-			return ''
+		def branch_commits(self):
+			return ['c1', 'c2']
+
+		def subject(self, commit):
+			return 'a patch'
+
+		def checkout(self, commit=None):
+			pass
 
 	arch = arches.get('ppc64le')
 	req = kernel.BuildRequest(tree=None, arch=arch, fragments=(),
