@@ -273,6 +273,14 @@ def initramfs_argv(req: BootRequest) -> List[str]:
 		cpu=req.cpu, env=req.env) + list(req.qemu_opts)
 
 
+def cpu_model(req: BootRequest) -> str:
+	"""The QEMU CPU model the guest runs on: the one asked for or the
+	arch's; virtme-ng asks for the host's under KVM."""
+	if req.arch.boot == 'initramfs':
+		return req.cpu or req.arch.guest.cpu
+	return 'host' if req.accel.accel is Accel.KVM else req.arch.guest.cpu
+
+
 def _vng(ops: Ops) -> str:
 	# vng lives in the same virtualenv as the tools, on PATH or not
 	here = Path(sys.executable).parent / 'vng'

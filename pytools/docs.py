@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import arches, paths, snapshot as snap
+from . import arches, configs, paths, snapshot as snap
 from .bases import BaseTree
 from .errors import InfraError, UserError
 from .ops import Ops, progress
@@ -440,17 +440,11 @@ def latest_results(results: Path) -> List['snap.Run']:
 	return [best[k] for k in sorted(best, key=str)]
 
 
-def _config_name(fragments: List[str]) -> str:
-	return 'debug' if 'debug.config' in fragments else 'default'
-
-
 def cell_name(d: dict) -> str:
 	"""The matrix cell (matrix.Cell.name) a results.json belongs to."""
-	cpu = (d.get('qemu') or {}).get('cpu')
-	if not cpu and d.get('arch') in arches.known():
-		cpu = arches.get(d['arch']).guest.cpu
+	from . import results
 	return (f'{d.get("arch")}-{d.get("base", {}).get("name")}-'
-		f'{_config_name(d.get("config_fragments", []))}-{cpu or "max"}')
+		f'{results.config_of(d)}-{results.cpu_of(d)}')
 
 
 def matrix_table(results: Path) -> str:
@@ -598,7 +592,7 @@ def results_page(results: Path, s: Optional['snap.Snapshot'] = None,
 		text += _runs_table(s.runs, False, names)
 		have = {(r.arch, r.config) for r in s.runs}
 		missing = [f'{a} {c}' for a in sorted(arches.known())
-			   for c in ('default', 'debug') if (a, c) not in have]
+			   for c in configs.names() if (a, c) not in have]
 		if missing:
 			text += (f'Not among the published runs of {s.version.name}: '
 				 f'{_rst(", ".join(missing))} (each arch runs '

@@ -91,8 +91,11 @@ def _time(stamp: str) -> Optional[str]:
 
 
 def config_name(run: RunResult) -> str:
-	"""The build's configuration, as the matrix names it."""
-	return 'debug' if 'debug.config' in run.config_fragments else 'default'
+	"""The build's configuration, as the matrix names it (a RunResult
+	read from an older results.json has it filled in by results)."""
+	from .results import config_of
+	return config_of({'config': run.config,
+			  'config_fragments': run.config_fragments})
 
 
 def run_id(run: RunResult, results_dir: Path) -> str:
@@ -188,7 +191,7 @@ def _environment(run: RunResult) -> dict:
 	accel = run.accelerator.get('accel', '?')
 	where = f'LAVA {run.runner["device_type"]}' \
 		if run.runner.get('device_type') else 'QEMU'
-	cpu = run.qemu.get('cpu', '')
+	cpu = run.cpu or run.qemu.get('cpu', '')
 	comment = f'{where} {run.arch}' + (f' {cpu}' if cpu else '') + \
 		f', {accel.upper()}'
 	misc = {'accelerator': run.accelerator}

@@ -533,7 +533,8 @@ def results_of(cj: CellJobs, outdir: Path, seconds: float, job_id: int,
 		accelerator={'accel': 'tcg', 'reason': 'the LAVA job says '
 			     'no_kvm: /dev/kvm on this machine runs no guest'},
 		qemu=dict(cj.qemu.as_dict(), cpu=cj.cell.cpu),
-		kernel_release=art.release, config_fragments=list(art.fragments),
+		kernel_release=art.release, config=cj.cell.config,
+		config_fragments=list(art.fragments), cpu=cj.cell.cpu,
 		durations={'lava_job': seconds},
 		command=shlex.join(argv),
 		logs={'build': str(art.build_log), 'console': str(console),
@@ -683,14 +684,11 @@ def find_reference(run: results.RunResult, cpu: str) -> Optional[Path]:
 		if d.get('runner'):
 			continue
 		b = d.get('base', {})
-		a = arches.known().get(d.get('arch', ''))
-		d_cpu = (d.get('qemu') or {}).get('cpu') or \
-			(a.guest.cpu if a else None) or 'max'
 		if (d.get('arch'), b.get('commit'), b.get('series_tip'),
 		    d.get('kernel_release'), d.get('config_fragments'),
-		    d_cpu) == (run.arch, run.base.get('commit'),
-			       run.base.get('series_tip'), run.kernel_release,
-			       run.config_fragments, cpu):
+		    results.cpu_of(d)) == (run.arch, run.base.get('commit'),
+				   run.base.get('series_tip'), run.kernel_release,
+				   run.config_fragments, cpu):
 			best = f
 	return best
 

@@ -241,6 +241,7 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	run.logs['console'] = str(breq.log)
 	run.logs['guest'] = str(guest_out)
 	run.logs['boot_command'] = boot.reproducer(boot.command_line(breq))
+	run.cpu = boot.cpu_model(breq)
 	_stopped_problem(run, done, opts.timeout, breq.log)
 	run.tests = collect.collect(guest_out, breq.log, tree.path,
 				    userspace=opts.userspace, kunit=opts.kunit,
@@ -328,6 +329,7 @@ def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
 	run.logs['console'] = str(log)
 	run.logs['guest'] = str(guest_out)
 	run.logs['qemu'] = boot.reproducer(boot.command_line(breq))
+	run.cpu = boot.cpu_model(breq)
 	_stopped_problem(run, done, opts.timeout, log)
 	initramfs.split_console(log.read_text(errors='replace'), guest_out)
 	run.tests = collect.collect(guest_out, log, tree.path,
@@ -388,7 +390,7 @@ def test_and_report(opts: Options, tree: bases.BaseTree,
 		base={'name': tree.name, 'origin': tree.origin,
 		      'version': tree.version, 'commit': tree.commit,
 		      'ref': tree.ref, 'series_tip': tip},
-		kernel_release=build.release,
+		kernel_release=build.release, config=opts.config_name,
 		config_fragments=list(req.fragments),
 		durations=dict(stages),
 		command=' '.join(shlex.quote(a) for a in argv),

@@ -35,7 +35,13 @@ class RunResult:
 	accel_attempts: List[Dict[str, Any]] = field(default_factory=list)
 	qemu: Dict[str, str] = field(default_factory=dict)
 	kernel_release: str = ''
+	# the kernel config's name (data/configs.toml: default, debug; a
+	# bisect prefix's build says bisect) and its fragments
+	config: str = ''
 	config_fragments: List[str] = field(default_factory=list)
+	# the QEMU CPU model the guest ran on (-cpu: power9, or virtme-ng's
+	# max under TCG and host under KVM)
+	cpu: str = ''
 	durations: Dict[str, float] = field(default_factory=dict)
 	command: str = ''
 	tests: List[TestCase] = field(default_factory=list)
@@ -66,10 +72,32 @@ class RunResult:
 		return json.dumps(d, indent=1) + '\n'
 
 
+def config_of(d: Dict[str, Any]) -> str:
+	"""A results.json's kernel config; files written before it was
+	recorded say it by their fragments."""
+	if d.get('config'):
+		return d['config']
+	return 'debug' if 'debug.config' in d.get('config_fragments', []) \
+		else 'default'
+
+
+def cpu_of(d: Dict[str, Any]) -> str:
+	"""A results.json's CPU model; files written before it was recorded
+	name it in 'qemu' (initramfs guests) or ran the arch's default."""
+	if d.get('cpu'):
+		return d['cpu']
+	from . import arches
+	cpu = (d.get('qemu') or {}).get('cpu', '')
+	if not cpu and d.get('arch') in arches.known():
+		cpu = arches.get(d['arch']).guest.cpu
+	return cpu or 'max'
+
+
 def from_json(text: str) -> RunResult:
 	d = json.loads(text)
 	d.pop('counts', None)
 	d.pop('result', None)
+	d['config'], d['cpu'] = config_of(d), cpu_of(d)
 	d['tests'] = [TestCase(t['family'], t['name'], Status(t['status']),
 			       t.get('message', '')) for t in d['tests']]
 	return RunResult(**d)

@@ -114,10 +114,6 @@ class Snapshot:
 	format: int = FORMAT
 
 
-def _config_name(fragments: List[str]) -> str:
-	return 'debug' if 'debug.config' in fragments else 'default'
-
-
 def _first_line(text: str) -> str:
 	lines = [l.strip() for l in (text or '').splitlines() if l.strip()]
 	return lines[0][:300] if lines else ''
@@ -138,23 +134,19 @@ def _gcc(build_log: str) -> str:
 
 def run_from_results(d: dict, local_dir: str = '') -> Run:
 	"""A Run from a results.json as inv check writes it."""
-	from . import arches
+	from . import results
 	fams: Dict[str, Dict[str, int]] = {}
 	for t in d.get('tests', []):
 		f = fams.setdefault(t.get('family', '?'), {})
 		f[t.get('status', '?')] = f.get(t.get('status', '?'), 0) + 1
 	q = d.get('qemu') or {}
-	cpu = q.get('cpu') or ''
-	if not cpu and d.get('arch') in arches.known():
-		# runs from before the model was recorded used the default
-		cpu = arches.get(d['arch']).guest.cpu
 	base = d.get('base') or {}
 	acc = d.get('accelerator') or {}
 	tests = d.get('tests', [])
 	return Run(
 		arch=d.get('arch', '?'),
-		config=_config_name(d.get('config_fragments', [])),
-		cpu=cpu, kernel=d.get('kernel_release', '?'),
+		config=results.config_of(d),
+		cpu=results.cpu_of(d), kernel=d.get('kernel_release', '?'),
 		base=base.get('origin', '?'), base_commit=base.get('commit', ''),
 		series_tip=base.get('series_tip', ''),
 		accel=acc.get('accel', '?'), accel_reason=acc.get('reason', ''),

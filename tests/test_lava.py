@@ -295,7 +295,8 @@ def test_the_reference_is_the_newest_check_of_the_same_kernel_and_cpu(
 		results.write(r, tmp_path / name)
 	put('20260101-000000-ppc64le-lts')
 	put('20260102-000000-ppc64le-lts')			# newest match
-	put('20260103-000000-ppc64le-lts', qemu=dict(ref.qemu, cpu='power10'))
+	put('20260103-000000-ppc64le-lts', cpu='power10',
+	    qemu=dict(ref.qemu, cpu='power10'))
 	put('20260104-000000-ppc64le-lts', kernel_release='7.2.13')
 	put('20260105-000000-ppc64le-lts-lava', runner={'kind': 'lava'})
 	(tmp_path / 'latest').symlink_to('20260105-000000-ppc64le-lts-lava')

@@ -136,3 +136,51 @@ def test_progress_of_a_real_console(capsys):
 	for line in (DATA / 'kunit-fail-dmesg.txt').read_text().splitlines():
 		w.on_line(line)
 	assert [s for s in said if 'FAIL' in s], said
+
+
+def test_results_json_records_the_config_and_the_cpu_model(
+		fake_ops, with_kvm, guest_run):
+	"""What ran is recorded, not guessed later from paths or fragments:
+	the KVM failure above reruns under TCG, on virtme-ng's TCG model."""
+	ops = fake_ops(answers=[('-accel kvm', (0, '')), ('vng', _console)])
+	run, path = guest_run(ops, config_name='debug')
+	data = json.loads(path.read_text())
+	assert (data['config'], data['cpu']) == ('debug', 'max')
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	run, path = guest_run(ops, accel='tcg')
+	assert results.load(path).config == 'default'
+
+
+def test_results_json_of_a_kvm_run_says_host():
+	req = boot.BootRequest(arch=X86, image=Path('bzImage'),
+			       accel=boot.AccelChoice(boot.Accel.KVM, 'test'),
+			       log=Path('log'), timeout=1)
+	assert boot.cpu_model(req) == 'host'
+	ppc = arches.get('ppc64le')
+	req = boot.BootRequest(arch=ppc, image=Path('vmlinux'),
+			       accel=boot.AccelChoice(boot.Accel.TCG, 'test'),
+			       log=Path('log'), timeout=1, initrd=Path('i'))
+	assert boot.cpu_model(req) == 'power9'
+	import dataclasses
+	assert boot.cpu_model(dataclasses.replace(req, cpu='power10')) == \
+		'power10'
+
+
+@pytest.mark.parametrize('name,config,cpu', [
+	('x86_64-lts.json', 'default', 'max'),
+	('ppc64le-lts.json', 'default', 'power9'),
+])
+def test_results_written_before_config_and_cpu_were_recorded_still_load(
+		name, config, cpu):
+	path = Path(__file__).parent / 'data' / 'results' / name
+	assert 'cpu' not in json.loads(path.read_text())
+	r = results.load(path)
+	assert (r.config, r.cpu) == (config, cpu)
+
+
+def test_the_published_snapshot_still_reads():
+	from pytools import snapshot
+	s = snapshot.load()
+	assert {(r.arch, r.config) for r in s.runs} >= \
+		{('x86_64', 'default'), ('x86_64', 'debug'),
+		 ('ppc64le', 'default')}
