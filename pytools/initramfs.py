@@ -2,7 +2,7 @@
 """Guests without a virtme-ng root: an initramfs of static test programs.
 
 For arches whose user space is not the host's (ppc64le here), the guest
-is the kernel plus a small initramfs: a static /init (guest_init/init.c)
+is the kernel plus a small initramfs: a static /init (guest/init.c)
 and the static kselftests under /tests.  /init prints every output and
 the kernel log between markers on the console; split_console() cuts the
 console log back into the files pytools.guest writes on vng guests, so
@@ -15,11 +15,12 @@ import stat
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import paths
 from .arches import ArchParams
 from .ops import Ops
 
 MARK = '### perfctr-guest'
-INIT_SRC = Path(__file__).parent / 'guest_init' / 'init.c'
+INIT_SRC = paths.INIT_SRC
 
 
 def _cpio_entry(name: str, mode: int, data: bytes, ino: int) -> bytes:
@@ -43,7 +44,7 @@ def cpio(entries: List[Tuple[str, int, bytes]]) -> bytes:
 
 
 def compile_init(arch: ArchParams, out: Path, ops: Ops) -> Path:
-	"""guest_init/init.c, static, for the arch: the guest's /init here,
+	"""guest/init.c, static, for the arch: the guest's /init here,
 	the test runner a LAVA job's shell starts (pytools/lava.py)."""
 	cc = f'{arch.cross_compile}gcc'
 	ops.require(cc, arch.cross_package)

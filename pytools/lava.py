@@ -9,7 +9,7 @@ a file server can publish as it is:
   <cell>/rootfs.cpio          the ramdisk: Debian's static busybox (init,
                               getty, login, the shell LAVA's test shell
                               needs), the static kselftests in /tests, and
-                              guest_init/init.c as /perfctr/run, the same
+                              guest/init.c as /perfctr/run, the same
                               runner the ppc64le initramfs guest uses
   <cell>/qemu.yaml            the LAVA job for the QEMU device type
   <cell>/qemu-device.yaml     the device dictionary it runs on here

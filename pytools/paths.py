@@ -25,5 +25,11 @@ def results_dir() -> Path:
 
 
 PATCHES = REPO / 'patches'
+# What runs inside the guest (pytools/guest/): the module a vng guest
+# runs, the pytest checks it is given, the initramfs /init's source
+GUEST = REPO / 'pytools' / 'guest'
+GUEST_MODULE = 'pytools.guest'
+ABI_CHECKS = GUEST / 'abi_checks'
+INIT_SRC = GUEST / 'init.c'
 KCONFIGS = REPO / 'kconfigs'
 SELFTESTS = REPO / 'selftests'

@@ -212,16 +212,8 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 		_test_initramfs(opts, tree, build, req, run, outdir, guest_out,
 				ksel, accel, ops)
 		return
-	python = Path(sys.executable)
-	cmd = (f'cd {shlex.quote(str(paths.REPO))} && '
-	       f'{shlex.quote(str(python))} -m pytools.guest '
-	       f'--out {shlex.quote(str(guest_out))}' +
-	       (f' --kselftests {shlex.quote(str(ksel))}'
-		f' --pytest {shlex.quote(str(paths.REPO / "pytools/abi_checks"))}'
-		f' --headers {shlex.quote(str(build.build_dir / "usr/include"))}'
-		if opts.userspace else '') +
-	       ''.join(f' --env {shlex.quote(f"{k}={v}")}'
-		       for k, v in opts.guest_env))
+	cmd = guest_command(opts, guest_out, ksel,
+			    build.build_dir / 'usr' / 'include')
 	silence = req.arch.silence_for(opts.config_name)
 	t0 = time.monotonic()
 	while True:
@@ -247,6 +239,20 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 				    userspace=opts.userspace, kunit=opts.kunit,
 				    stopped=done.stopped)
 	run.command = run.command or ''
+
+
+def guest_command(opts: Options, guest_out: Path, kselftests: Optional[Path],
+		  headers: Path) -> str:
+	"""The command a vng guest runs: pytools/guest's runner, from this
+	repository (the guest sees the host's root filesystem), with the
+	host's Python and venv."""
+	q = shlex.quote
+	return (f'cd {q(str(paths.REPO))} && {q(sys.executable)} -m '
+		f'{paths.GUEST_MODULE} --out {q(str(guest_out))}' +
+		(f' --kselftests {q(str(kselftests))}'
+		 f' --pytest {q(str(paths.ABI_CHECKS))}'
+		 f' --headers {q(str(headers))}' if opts.userspace else '') +
+		''.join(f' --env {q(f"{k}={v}")}' for k, v in opts.guest_env))
 
 
 def _record_accel(run: results.RunResult, accel: boot.AccelChoice) -> None:

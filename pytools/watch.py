@@ -3,7 +3,7 @@
 
 Pure: lines in, progress messages out (through @say), so the tools' tests
 replay captured consoles.  It understands the in-guest runner's markers
-(pytools.guest on vng guests, guest_init/init.c on initramfs guests), KUnit's
+(pytools.guest on vng guests, guest/init.c on initramfs guests), KUnit's
 KTAP at boot, and each failing test as its line goes by.  A KVM guest is
 also watched for QEMU's KVM errors: on_line() then returns the reason, and
 ops.stream kills the guest at once.

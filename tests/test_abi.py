@@ -3,7 +3,7 @@
 
 import pytest
 
-from pytools import abi
+from pytools.guest import abi
 
 HEADER = '''
 #define PERFCTR_ABI_VERSION		3

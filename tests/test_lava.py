@@ -162,7 +162,7 @@ def _cpio_names(data: bytes) -> dict:
 @pytest.mark.parametrize('arch', ['x86_64', 'ppc64le'])
 def test_the_ramdisk(arch, tmp_path, monkeypatch):
 	"""busybox as init, a getty on the arch's console, root without a
-	password, the runner compiled from guest_init/init.c, the tests."""
+	password, the runner compiled from guest/init.c, the tests."""
 	fake_bb = tmp_path / 'busybox'
 	fake_bb.write_bytes(b'BUSYBOX')
 	monkeypatch.setattr(lava, 'busybox', lambda a, ops: fake_bb)

@@ -3,7 +3,7 @@
 
 import pytest
 
-from pytools import perfex
+from pytools.guest import perfex
 
 
 def test_parse_event_with_and_without_counter():

@@ -29,6 +29,6 @@ ARCH = ArchParams(
 	# says little: one boot, under -icount, has every instrument.
 	bench_boots=('icount',),
 	# /init prints each test's output as it comes but no heartbeat; a
-	# test may run 300 s (its bound in guest_init/init.c) quietly.
+	# test may run 300 s (its bound in guest/init.c) quietly.
 	silence={'default': 360.0, 'debug': 900.0},
 )

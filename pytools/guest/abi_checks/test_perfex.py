@@ -7,7 +7,7 @@ import sys
 
 
 def _perfex(*args):
-	return subprocess.run([sys.executable, '-m', 'pytools.perfex', *args],
+	return subprocess.run([sys.executable, '-m', 'pytools.guest.perfex', *args],
 			      capture_output=True, text=True, timeout=120)
 
 

@@ -6,7 +6,7 @@ import mmap
 
 import pytest
 
-from pytools import abi
+from pytools.guest import abi
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p

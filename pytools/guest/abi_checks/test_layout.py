@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from pytools import abi
+from pytools.guest import abi
 
 
 def _c_layout(headers, tmp_path, name, struct):

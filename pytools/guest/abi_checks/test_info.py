@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from pytools import abi
+from pytools.guest import abi
 
 
 def test_info_reports_the_abi(pc, headers):

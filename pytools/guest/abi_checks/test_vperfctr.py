@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pytools import abi
+from pytools.guest import abi
 
 
 @pytest.fixture
