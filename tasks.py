@@ -149,7 +149,7 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 	_finish(pipeline.guarded(lambda: pipeline.check(pipeline.check_options(
 		arch=arch, base=base, tree=tree, ref=ref, offline=offline,
 		jobs=jobs, accel=accel, timeout=timeout, no_apply=no_apply,
-		debug=debug, cpu=cpu), _argv())))
+		debug=debug, cpu=cpu), _argv(), Ops())))
 
 
 @task(help=dict(COMMON_HELP, **ARCH_HELP, accel='auto (default), kvm or tcg',

@@ -90,7 +90,7 @@ def test_a_git_error_exits_2(monkeypatch, tmp_path, capsys):
 
 
 def test_a_test_failure_is_exit_1_and_a_pass_is_0(monkeypatch):
-	monkeypatch.setattr(pipeline, 'check', lambda o, argv: 1)
+	monkeypatch.setattr(pipeline, 'check', lambda o, argv, ops: 1)
 	assert _exit(tasks.check) == 1
-	monkeypatch.setattr(pipeline, 'check', lambda o, argv: 0)
+	monkeypatch.setattr(pipeline, 'check', lambda o, argv, ops: 0)
 	assert tasks.check(Context()) is None
