@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,22 +88,41 @@ class Ops:
 		keep_newline: bool = False) -> str:
 		"""git -C @repo ARGS: its stdout (without its last newline
 		unless @keep_newline), stderr apart; @input on its stdin.  A
-		failure raises GitError with git's stderr."""
+		failure raises GitError with git's stderr.
+
+		GitPython (a dependency the project's users named) runs it:
+		this is the one place that calls it, so every git command
+		still starts here, as every other program does."""
+		try:
+			import git as gitpython
+		except ImportError as e:
+			raise InfraError(f'cannot import GitPython: {e}',
+					 'run ./bootstrap (it installs gitpython '
+					 'into .venv)') from e
 		argv = ['git', '-C', str(repo), *args]
 		data = input.encode() if isinstance(input, str) else input
-		try:
-			proc = subprocess.run(argv, input=data,
-					      stdout=subprocess.PIPE,
-					      stderr=subprocess.PIPE,
-					      env=dict(os.environ, **(env or {})))
-		except FileNotFoundError as e:
-			raise InfraError(f'cannot run git: {e.strerror}',
-					 'apt-get install git (or run ./bootstrap)') \
-				from e
-		out = proc.stdout.decode(errors='replace')
-		if proc.returncode != 0:
-			raise GitError(argv, proc.returncode,
-				       proc.stderr.decode(errors='replace'), out)
+		with tempfile.TemporaryFile() as stdin:
+			if data is not None:
+				stdin.write(data)
+				stdin.seek(0)
+			try:
+				rc, out, err = gitpython.Git().execute(
+					argv, istream=stdin if data is not None
+					else subprocess.DEVNULL,
+					with_extended_output=True,
+					with_exceptions=False,
+					stdout_as_string=False,
+					strip_newline_in_stdout=False,
+					env=dict(os.environ, **(env or {})))
+			except gitpython.GitCommandNotFound as e:
+				raise InfraError(f'cannot run git: {e}',
+						 'apt-get install git (or run '
+						 './bootstrap)') from e
+		out = out.decode(errors='replace')
+		err = err.decode(errors='replace') \
+			if isinstance(err, bytes) else err
+		if rc != 0:
+			raise GitError(argv, rc, err, out)
 		return out if keep_newline or not out.endswith('\n') else out[:-1]
 
 	def stream(self, argv: Sequence[str], log: Path,
