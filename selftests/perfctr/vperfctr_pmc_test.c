@@ -215,6 +215,59 @@ TEST_F(pmc, fast_read_agrees_with_syscall)
 	munmap((void *)st, sysconf(_SC_PAGESIZE));
 }
 
+/*
+ * Nothing of an earlier control, nor of the kernel's memory, shows in the
+ * slots a control does not use: the state page's rdpmc_index past nrctrs
+ * and the read's sums past nrctrs are zero, and so are the reserved words.
+ * The kernel builds each control in a buffer it does not zero (the call's
+ * hot path), so a 2-slot control followed by a 1-slot one, repeated, is
+ * what would bring the first one's index back from the allocator.
+ */
+TEST_F(pmc, unused_slots_read_zero)
+{
+	const struct vperfctr_state *st;
+	struct vperfctr_control one, two;
+	struct vperfctr_sums s;
+	int round, i;
+
+	if (info.nr_counters < 2)
+		SKIP(return, "needs two counters (this PMU has %u)",
+		     info.nr_counters);
+	st = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, st) TH_LOG("%m");
+	ASSERT_EQ(1, instructions_control(&one, 0));
+	two = one;
+	two.cpu_control.nractrs = 2;
+	if (info.cpu_type == PERFCTR_CPU_PPC64_BOOK3S) {
+		two.cpu_control.pmc_map[1] = 5;		/* PMC6: cycles */
+	} else {
+		two.cpu_control.pmc_map[1] = 1;
+		two.cpu_control.evntsel[1] = 0x3c | (1 << 16);	/* cycles */
+	}
+	for (round = 0; round < 20; round++) {
+		ASSERT_EQ(0, sys_vperfctr_control(self->fd, &two, sizeof(two), 0))
+			TH_LOG("%m - 2-slot control, round %d", round);
+		ASSERT_EQ(2, st->nrctrs);
+		ASSERT_NE(0, st->rdpmc_index[1]) TH_LOG("round %d", round);
+		ASSERT_EQ(0, sys_vperfctr_control(self->fd, &one, sizeof(one), 0))
+			TH_LOG("%m - 1-slot control, round %d", round);
+		ASSERT_EQ(1, st->nrctrs);
+		for (i = 1; i < PERFCTR_MAX_COUNTERS; i++)
+			ASSERT_EQ(0, st->rdpmc_index[i])
+				TH_LOG("rdpmc_index[%d], round %d", i, round);
+		ASSERT_EQ(0, st->__reserved);
+		memset(&s, 0xa5, sizeof(s));
+		ASSERT_EQ(0, sys_vperfctr_read(self->fd, &s, sizeof(s), 0));
+		ASSERT_EQ(1, s.nrctrs);
+		for (i = 1; i < PERFCTR_MAX_COUNTERS; i++) {
+			ASSERT_EQ(0, s.self.pmc[i]) TH_LOG("self.pmc[%d]", i);
+			ASSERT_EQ(0, s.children.pmc[i]) TH_LOG("children.pmc[%d]", i);
+		}
+		ASSERT_EQ(0, s.__reserved);
+	}
+	munmap((void *)st, sysconf(_SC_PAGESIZE));
+}
+
 static int perf_instructions(void)
 {
 	struct perf_event_attr a;
