@@ -361,6 +361,22 @@ static void c_fast(int i)
 	asm volatile("" : : "r"(t));
 }
 
+/* The one-value reads: the TSC sum; slot 0 (PMC5 on powerpc). */
+static void c_fast_tsc(int i)
+{
+	__u64 t = vperfctr_state_read_tsc((const struct vperfctr_state *)st);
+
+	asm volatile("" : : "r"(t));
+}
+
+static void c_fast_pmc(int i)
+{
+	__u64 p;
+
+	if (!vperfctr_state_read_pmc((const struct vperfctr_state *)st, 0, &p))
+		asm volatile("" : : "r"(p));
+}
+
 static struct op *cur;
 
 static void fail_if(int bad)
@@ -405,6 +421,11 @@ static void c_getpid(int i)
 static int s_vfd_for_reads(void)
 {
 	return vfd >= 0 ? 0 : -ENODEV;
+}
+
+static int s_vfd_pmc(void)
+{
+	return vfd >= 0 && has_pmc ? 0 : -ENODEV;
 }
 
 static int s_pfd(void)
@@ -639,6 +660,8 @@ static struct op ops[] = {
 		1, NULL),
 	LOOP("read_rdtsc", 20000, c_tsc, NULL, 1, NULL),
 	LOOP("read_perfctr_fast_read", 20000, c_fast, s_vfd_for_reads, 1, NULL),
+	LOOP("read_perfctr_fast_tsc", 20000, c_fast_tsc, s_vfd_for_reads, 1, NULL),
+	LOOP("read_perfctr_fast_pmc", 20000, c_fast_pmc, s_vfd_pmc, 1, NULL),
 	LOOP("read_vperfctr_read", 2000, c_vread, s_vfd_for_reads, 1, NULL),
 	LOOP("read_perf_read_task_clock", 2000, c_perf_read, s_pfd, 1, NULL),
 	{ .name = "read_perf_read_hw_instructions", .n = 2000,

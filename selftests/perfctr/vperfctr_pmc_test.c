@@ -196,7 +196,7 @@ static uint64_t fast_pmc0(const volatile struct vperfctr_state *st)
 TEST_F(pmc, fast_read_agrees_with_syscall)
 {
 	const struct vperfctr_state *st;
-	uint64_t before, fast, after;
+	__u64 before, fast, after;
 	int i;
 
 	st = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, self->fd, 0);
@@ -208,6 +208,14 @@ TEST_F(pmc, fast_read_agrees_with_syscall)
 		after = read_pmc0(self->fd);
 		ASSERT_LE(before, fast) TH_LOG("round %d", i);
 		ASSERT_LE(fast, after) TH_LOG("round %d", i);
+		/* The one-value read: slot 0 alone, then a slot not in use. */
+		before = read_pmc0(self->fd);
+		ASSERT_EQ(0, vperfctr_state_read_pmc(st, 0, &fast));
+		after = read_pmc0(self->fd);
+		ASSERT_LE(before, fast) TH_LOG("one-slot read, round %d", i);
+		ASSERT_LE(fast, after) TH_LOG("one-slot read, round %d", i);
+		ASSERT_EQ(-1, vperfctr_state_read_pmc(st, 1, &fast));
+		ASSERT_EQ(-1, vperfctr_state_read_pmc(st, PERFCTR_MAX_COUNTERS, &fast));
 	}
 	TH_LOG("last: syscall %llu <= fast %llu <= syscall %llu",
 	       (unsigned long long)before, (unsigned long long)fast,
