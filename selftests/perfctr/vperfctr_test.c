@@ -58,6 +58,26 @@ static void spin_ns(uint64_t ns)
 		;
 }
 
+/*
+ * A child that waits for a byte on @go[0], spins @ns of its own CPU time
+ * and exits 0 (2 if the pipe closed first): a target that runs only once
+ * the parent has set up its counters.  Returns fork()'s result.
+ */
+static pid_t fork_gated_spinner(int go[2], uint64_t ns)
+{
+	pid_t pid = fork();
+	char b;
+
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(2);
+		spin_ns(ns);
+		_exit(0);
+	}
+	return pid;
+}
+
 static uint64_t tsc_to_ns(uint64_t tsc)
 {
 	return tsc * 1000000ULL / info.cpu_khz;
@@ -550,18 +570,10 @@ TEST_F(vperfctr, remote_child_and_final_sums)
 	struct vperfctr_sums s1, s2;
 	int go[2], fd, status;
 	pid_t pid;
-	char b;
 
 	ASSERT_EQ(0, pipe(go));
-	pid = fork();
+	pid = fork_gated_spinner(go, 60 * MS);
 	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(go[1]);
-		if (read(go[0], &b, 1) != 1)
-			_exit(2);
-		spin_ns(60 * MS);
-		_exit(0);
-	}
 	close(go[0]);
 	fd = sys_vperfctr_open(pid, VPERFCTR_OPEN_CREAT);
 	ASSERT_LE(0, fd) TH_LOG("%m - open of own child");
@@ -595,20 +607,12 @@ TEST_F(vperfctr, remote_live_reads_only_grow)
 	uint64_t last = 0, first = 0;
 	int go[2], fd, status, i, grew = 0;
 	pid_t pid;
-	char b;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs for the reader and the spinner");
 	ASSERT_EQ(0, pipe(go));
-	pid = fork();
+	pid = fork_gated_spinner(go, 200 * MS);
 	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(go[1]);
-		if (read(go[0], &b, 1) != 1)
-			_exit(2);
-		spin_ns(200 * MS);
-		_exit(0);
-	}
 	close(go[0]);
 	fd = sys_vperfctr_open(pid, VPERFCTR_OPEN_CREAT);
 	ASSERT_LE(0, fd) TH_LOG("%m");
