@@ -8,6 +8,7 @@ becomes the tools' own error here, at the edge, with the log path in it.
 """
 
 import codecs
+import contextlib
 import os
 import select
 import shutil
@@ -101,14 +102,15 @@ class Ops:
 					 'into .venv)') from e
 		argv = ['git', '-C', str(repo), *args]
 		data = input.encode() if isinstance(input, str) else input
-		with tempfile.TemporaryFile() as stdin:
+		# Only a call with input needs a file for git's stdin.
+		with (tempfile.TemporaryFile() if data is not None
+		      else contextlib.nullcontext(subprocess.DEVNULL)) as stdin:
 			if data is not None:
 				stdin.write(data)
 				stdin.seek(0)
 			try:
 				rc, out, err = gitpython.Git().execute(
-					argv, istream=stdin if data is not None
-					else subprocess.DEVNULL,
+					argv, istream=stdin,
 					with_extended_output=True,
 					with_exceptions=False,
 					stdout_as_string=False,
