@@ -109,6 +109,16 @@ def debian_mirror(texts: List[str]) -> tuple:
 			 '--tree PATH --ref REF with a kernel git tree of your own')
 
 
+def codename(os_release: Path = Path('/etc/os-release')) -> str:
+	"""This machine's Debian release (bookworm), '' if it cannot tell."""
+	try:
+		text = os_release.read_text()
+	except OSError:
+		return ''
+	m = re.search(r'^VERSION_CODENAME=(\S+)', text, re.M)
+	return m.group(1).strip('"') if m else ''
+
+
 def _read_system_sources() -> List[str]:
 	texts = []
 	for p in APT_SOURCES:

@@ -74,7 +74,7 @@ def _boot(req, build, binary, label: str, accel: AccelChoice,
 	"""One benchmark boot (@label 'wall' or 'icount'); what the
 	benchmark printed and how the guest ended."""
 	icount = label == 'icount'
-	if icount or req.arch.boot == 'initramfs':
+	if icount or req.arch.boot_for(fast=True) == 'initramfs':
 		accel = AccelChoice(Accel.TCG, '-icount needs TCG' if icount
 				    else f'{req.arch.name} guest', ())
 	breq = boot.BootRequest(
@@ -83,7 +83,7 @@ def _boot(req, build, binary, label: str, accel: AccelChoice,
 		cpus=1 if icount else 2,
 		qemu_opts=ICOUNT_OPTS if icount else (),
 		idle_timeout=req.arch.silence_for(req.config_name))
-	if req.arch.boot == 'initramfs':
+	if req.arch.boot_for(fast=True) == 'initramfs':
 		q = qemu.choose(req.arch, ops)
 		meta['qemu'] = q.as_dict()
 		initrd = initramfs.build(req.arch, None,
@@ -119,7 +119,8 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 	rebuild_s = time.monotonic() - t0
 	binary = compile_bench(req, outdir, ops)
 	accel = boot.choose_accel(req.arch, ops, want=accel_want,
-				  image=build.image if req.arch.boot == 'vng'
+				  image=build.image
+				  if req.arch.boot_for(fast=True) == 'vng'
 				  else None, probe_log=outdir / 'kvm-probe.log')
 	meta = {'arch': req.arch.name, 'kernel': build.release,
 		'base': tree.origin, 'accel': accel.accel.value,
@@ -135,7 +136,8 @@ def run(req: kernel.BuildRequest, tree, accel_want, timeout: float,
 		text, done = _boot(req, build, binary, label, accel, outdir,
 				   timeout, ops, meta)
 		used = 'tcg' if label == 'icount' or \
-			req.arch.boot == 'initramfs' else accel.accel.value
+			req.arch.boot_for(fast=True) == 'initramfs' \
+			else accel.accel.value
 		obs, fs = bench_report.parse(text, boot=label)
 		if done.timed_out or not obs:
 			raise InfraError(

@@ -113,7 +113,8 @@ def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
 	"""inv bisect --boot: boot each prefix that built and run the tests
 	that exist at that point (the kselftests and Python checks need the
 	system calls; before the patch wiring them up, KUnit and the kernel
-	log are what there is)."""
+	log are what there is), the arch's fast way (ppc64le: the initramfs,
+	without the Python checks, which inv check runs)."""
 	import dataclasses
 	from . import pipeline
 
@@ -131,7 +132,8 @@ def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
 		build = kernel.built(req, log)
 		kunit = kernel.kunit_suites_built(req.build_dir)
 		run, path = pipeline.test_and_report(
-			dataclasses.replace(opts, userspace=calls, kunit=kunit),
+			dataclasses.replace(opts, userspace=calls, kunit=kunit,
+					    fast_boot=True),
 			tree, build, req, commit[:12], {}, argv, ops,
 			suffix=f'-bisect{i:02d}')
 		c = run.counts()

@@ -2,9 +2,11 @@
 """Boot a built kernel under QEMU and run the tests: the one way to start
 a guest (inv check, bench, bisect --boot and the KVM probe all call
 boot()).  A BootRequest says what to boot; the arch says how: virtme-ng
-with the host's root filesystem running a command (x86_64), or QEMU with
-an initramfs whose /init runs the tests (ppc64le; pytools/initramfs.py
-makes it and the command line).
+running a command on the host's root filesystem (x86_64) or on a root of
+the arch's own (ppc64le's inv check; pytools/rootfs.py builds it), or
+QEMU with an initramfs whose /init runs the tests (ppc64le's fast boot
+for inv bench and bisect --boot; pytools/initramfs.py makes it and the
+command line).
 
 The accelerator is chosen here and said out loud: KVM only when a guest of
 this arch is seen to run on it, TCG otherwise.  Machines differ in how their
@@ -226,13 +228,19 @@ class BootRequest:
 	# may write (its results)
 	command: str = ''
 	rwdirs: Sequence[Path] = ()
-	# initramfs guests: the initrd (its /init runs the tests), the QEMU
-	# to run (binary and -L; default the arch's), the CPU model (default
-	# the arch's) and the test programs' environment (default the arch's)
+	# vng guests with a root of their own (pytools/rootfs.py), and the
+	# host directories mounted in it: (guest path, host path, writable)
+	root: Optional[Path] = None
+	mounts: Sequence[Tuple[str, Path, bool]] = ()
+	# initramfs guests: the initrd (its /init runs the tests) and the
+	# test programs' environment (default the arch's)
 	initrd: Optional[Path] = None
+	env: Sequence[Tuple[str, str]] = ()
+	# the QEMU to run (binary and -L; default the arch's on PATH) and
+	# the CPU model (default the arch's), where the tools choose them:
+	# initramfs guests and vng guests with a root of their own
 	qemu: Sequence[str] = ()
 	cpu: Optional[str] = None
-	env: Sequence[Tuple[str, str]] = ()
 	# seconds without a console line before the guest counts as stopped
 	idle_timeout: Optional[float] = None
 	cpus: int = 2
@@ -245,18 +253,32 @@ class BootRequest:
 
 
 def vng_argv(req: BootRequest, vng: str) -> List[str]:
+	if req.arch.own_root and req.root is None:
+		raise ValueError(f'{req.arch.name} boots a root of its own or an '
+				 'initramfs: the BootRequest needs root or initrd')
 	argv = [vng, '--run', str(req.image), '--user', 'root',
 		'--cpus', str(req.cpus), '--memory', req.memory or '2G',
 		'--verbose',
 		'--disable-microvm', '--force-9p']
 	if req.accel.accel is Accel.TCG:
 		argv.append('--disable-kvm')
+	opts = list(req.qemu_opts)
+	if req.root:
+		argv += ['--root', str(req.root), '--arch', req.arch.debian_arch]
+		opts = ['-cpu', cpu_model(req), *opts]
+	if req.qemu:
+		argv += ['--qemu', req.qemu[0]]
+		opts = [*req.qemu[1:], *opts]
 	for d in req.rwdirs:
 		argv += ['--rwdir', str(d)]
+	for guest, host, rw in req.mounts:
+		argv += ['--rwdir' if rw else '--rodir', f'{guest}={host}']
 	for a in req.append:
 		argv += ['--append', a]
-	if req.qemu_opts:
-		argv.append('--qemu-opts=' + ' '.join(req.qemu_opts))
+	if opts:
+		# vng pastes these into a shell command line: quoted here.
+		argv.append('--qemu-opts=' + ' '.join(shlex.quote(o)
+						      for o in opts))
 	argv += ['--exec', req.command]
 	return argv
 
@@ -276,7 +298,7 @@ def initramfs_argv(req: BootRequest) -> List[str]:
 def cpu_model(req: BootRequest) -> str:
 	"""The QEMU CPU model the guest runs on: the one asked for or the
 	arch's; virtme-ng asks for the host's under KVM."""
-	if req.arch.boot == 'initramfs':
+	if req.initrd is not None or req.root is not None:
 		return req.cpu or req.arch.guest.cpu
 	return 'host' if req.accel.accel is Accel.KVM else req.arch.guest.cpu
 
@@ -292,8 +314,8 @@ def _vng(ops: Ops) -> str:
 
 
 def command_line(req: BootRequest, vng: str = 'vng') -> List[str]:
-	"""The command that boots @req, whichever way its arch boots."""
-	if req.arch.boot == 'initramfs':
+	"""The command that boots @req, whichever way it boots."""
+	if req.initrd is not None:
 		return initramfs_argv(req)
 	return vng_argv(req, vng)
 
@@ -310,13 +332,12 @@ def boot(req: BootRequest, ops: Ops,
 	@on_quiet hears every quiet period (a progress line).
 	"""
 	env = None
-	if req.arch.boot == 'initramfs':
+	if not req.qemu:
+		ops.require(req.arch.qemu_binary, req.arch.qemu_package)
+	if req.initrd is not None:
 		argv = initramfs_argv(req)
-		if not req.qemu:
-			ops.require(req.arch.qemu_binary, req.arch.qemu_package)
 	else:
 		vng = _vng(ops)
-		ops.require(req.arch.qemu_binary, req.arch.qemu_package)
 		argv = vng_argv(req, vng)
 		# vng runs virtme-run from PATH: its own bin directory too
 		env = {'PATH': f'{Path(vng).parent}:{os.environ.get("PATH", "")}'}

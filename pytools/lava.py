@@ -131,7 +131,7 @@ def busybox(arch_name: str, ops: Ops) -> Path:
 	a = arches.get(arch_name)
 	deb_arch = a.debian_arch
 	root = paths.cache_dir() / 'busybox' / deb_arch
-	suite = qemu._codename()
+	suite = bases.codename()
 	if not suite:
 		raise InfraError('cannot tell this machine\'s Debian release '
 				 '(/etc/os-release has no VERSION_CODENAME)',

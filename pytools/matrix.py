@@ -37,7 +37,7 @@ class Cell:
 			cmd += f' --base {self.base}'
 		if self.config == 'debug':
 			cmd += ' --debug'
-		if a.boot == 'initramfs' and self.cpu != a.guest.cpu:
+		if a.picks_cpu and self.cpu != a.guest.cpu:
 			cmd += f' --cpu {self.cpu}'
 		return cmd
 

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,7 +135,8 @@ class Ops:
 		   on_line: Optional[Callable[[str], Optional[str]]] = None,
 		   idle_timeout: Optional[float] = None,
 		   on_quiet: Optional[Callable[[float, str], None]] = None,
-		   quiet_every: float = 15.0) -> Completed:
+		   quiet_every: float = 15.0,
+		   cancel: Optional[threading.Event] = None) -> Completed:
 		"""Run with output appended to log line by line as it arrives.
 
 		on_line sees every line (for progress); when it returns a
@@ -144,6 +146,8 @@ class Ops:
 		line of output; either kills the whole process group, so a
 		hung QEMU never outlives the tool.  on_quiet(seconds, last
 		line) is called every quiet_every seconds without output.
+		Setting @cancel (from another thread: a run stopped while
+		this one works in the background) kills it the same way.
 		"""
 		start = time.monotonic()
 		full_env = dict(os.environ, **(env or {}))
@@ -191,6 +195,9 @@ class Ops:
 						f.flush()
 					elif ready:
 						break		# EOF: every writer is gone
+					if cancel is not None and cancel.is_set() \
+					   and not stopped:
+						stopped = 'cancelled'
 					if stopped:
 						_kill_group(proc)
 						f.write(f'*** killed: {stopped} ***\n')

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from . import arches, bases, boot, collect, configs, initramfs, kernel, paths, \
-	qemu, results, watch
+	progs, qemu, results, rootfs, watch
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
 	InfraError, PerfctrError, UserError
 from .ops import Ops, progress
@@ -41,8 +41,12 @@ class Options:
 	apply: bool = True
 	# environment for the guest's test programs (e.g. the fuzzer's bounds)
 	guest_env: Tuple[Tuple[str, str], ...] = ()
-	# QEMU CPU model instead of the arch's default (initramfs arches)
+	# QEMU CPU model instead of the arch's default (arches whose guest
+	# the tools start: ppc64le)
 	cpu: Optional[str] = None
+	# boot the arch's fast way (ArchParams.fast_boot: ppc64le's
+	# initramfs, no Python checks) where it has one: inv bisect --boot
+	fast_boot: bool = False
 	# the kselftests and Python checks; False for a bisect prefix that
 	# has no system calls yet (KUnit and the kernel log only)
 	userspace: bool = True
@@ -72,7 +76,7 @@ def validate(opts: Options) -> None:
 	if opts.jobs < 1:
 		raise UserError(f'--jobs {opts.jobs}: make needs at least one job',
 				'give --jobs 1 or more, or leave it out')
-	if opts.cpu and arch.boot != 'initramfs':
+	if opts.cpu and not arch.picks_cpu:
 		raise UserError(f'--cpu {opts.cpu}: {opts.arch} boots with '
 				'virtme-ng, which picks the CPU model itself',
 				'drop --cpu (it is for ppc64le: power9, power10)')
@@ -194,32 +198,99 @@ def run_dir(opts: Options, tree: bases.BaseTree, suffix: str = '') -> Path:
 	return d
 
 
+@dataclass(frozen=True)
+class GuestPlan:
+	"""Where a vng guest finds what the runner needs: on the host's root
+	(x86_64: the same paths, the host's Python and venv), or on a root
+	of the arch's own (rootfs.py) with the repository, the build
+	directory and the output mounted at fixed places."""
+	python: str
+	repo: str
+	out: str
+	build_dir: Path			# on the host
+	build: str			# the same, as the guest sees it
+	root: Optional[Path] = None
+	rwdirs: Tuple[Path, ...] = ()
+	mounts: Tuple[Tuple[str, Path, bool], ...] = ()
+	qemu: Tuple[str, ...] = ()
+
+	def path(self, host: Path) -> str:
+		"""A path under the build directory, as the guest sees it."""
+		return str(Path(self.build) / host.relative_to(self.build_dir))
+
+
+def plan_guest(opts: Options, arch: arches.ArchParams, build_dir: Path,
+	       guest_out: Path, run: results.RunResult,
+	       ops: Ops) -> GuestPlan:
+	"""The host's root for an arch that has none of its own; else its
+	root (from the cache, or built now) and the QEMU that boots it,
+	both recorded in @run."""
+	if not arch.own_root:
+		return GuestPlan(python=sys.executable, repo=str(paths.REPO),
+				 out=str(guest_out), build_dir=build_dir,
+				 build=str(build_dir), rwdirs=(guest_out,))
+	t0 = time.monotonic()
+	rfs = rootfs.ensure(arch, ops)
+	run.durations['rootfs'] = round(time.monotonic() - t0, 1)
+	run.rootfs = rfs.as_dict()
+	progress(f'rootfs: {rfs.path} (Debian {rfs.suite} {rfs.debian_arch}, '
+		 f'{rfs.size_bytes / 2**20:.0f} MB' +
+		 (f', built now in {rfs.build_seconds:.0f} s)' if rfs.fresh
+		  else ', cached)'))
+	q = qemu.choose(arch, ops)
+	run.qemu = dict(q.as_dict(), cpu=opts.cpu or arch.guest.cpu)
+	progress(f'guest CPU: {run.qemu["cpu"]}' +
+		 ('' if opts.cpu else ' (the default; --cpu to change)'))
+	return GuestPlan(
+		python=rootfs.GUEST_PYTHON, repo=rootfs.GUEST_SRC,
+		out=rootfs.GUEST_OUT, build_dir=build_dir,
+		build=rootfs.GUEST_BUILD, root=rfs.path,
+		mounts=((rootfs.GUEST_SRC, paths.REPO, False),
+			(rootfs.GUEST_BUILD, build_dir, False),
+			(rootfs.GUEST_OUT, guest_out, True)),
+		qemu=tuple(qemu.argv_prefix(q)))
+
+
+def guest_env(opts: Options, arch: arches.ArchParams) -> List[Tuple[str, str]]:
+	"""The test programs' environment: the arch's defaults, then the
+	options' (the debug run's bounds), which win."""
+	env = dict(arch.guest.env)
+	env.update(dict(opts.guest_env))
+	return sorted(env.items())
+
+
 def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	 req: kernel.BuildRequest, run: results.RunResult, outdir: Path,
 	 ops: Ops) -> None:
 	"""Boot the built kernel, run every family in the guest, collect."""
 	t0 = time.monotonic()
+	how = req.arch.boot_for(opts.fast_boot)
 	ksel = kernel.build_selftests(req, ops) if opts.userspace else None
+	built = progs.build(req.arch, build.build_dir / 'usr' / 'include',
+			    build.build_dir / 'guest-progs', ops) \
+		if opts.userspace and how == 'vng' else None
 	run.durations['selftests_build'] = round(time.monotonic() - t0, 1)
 	want = None if opts.accel == 'auto' else opts.accel
 	accel = boot.choose_accel(req.arch, ops, want=want,
-				  image=build.image if req.arch.boot == 'vng'
+				  image=build.image if how == 'vng'
 				  else None, probe_log=outdir / 'kvm-probe.log')
 	_record_accel(run, accel)
 	guest_out = outdir / 'guest'
 	guest_out.mkdir(exist_ok=True)
-	if req.arch.boot == 'initramfs':
+	if how == 'initramfs':
 		_test_initramfs(opts, tree, build, req, run, outdir, guest_out,
 				ksel, accel, ops)
 		return
-	cmd = guest_command(opts, guest_out, ksel,
-			    build.build_dir / 'usr' / 'include')
+	plan = plan_guest(opts, req.arch, build.build_dir, guest_out, run, ops)
+	cmd = guest_command(plan, opts, ksel, built, guest_env(opts, req.arch))
 	silence = req.arch.silence_for(opts.config_name)
 	t0 = time.monotonic()
 	while True:
 		breq = boot.BootRequest(arch=req.arch, image=build.image,
 					command=cmd, accel=accel,
-					rwdirs=(guest_out,),
+					rwdirs=plan.rwdirs, root=plan.root,
+					mounts=plan.mounts, qemu=plan.qemu,
+					cpu=opts.cpu,
 					log=outdir / 'console.log',
 					timeout=opts.timeout, idle_timeout=silence)
 		w = watch.GuestWatch(progress, kvm=accel.accel is boot.Accel.KVM)
@@ -241,18 +312,19 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	run.command = run.command or ''
 
 
-def guest_command(opts: Options, guest_out: Path, kselftests: Optional[Path],
-		  headers: Path) -> str:
+def guest_command(plan: GuestPlan, opts: Options, kselftests: Optional[Path],
+		  built: Optional[Path], env: List[Tuple[str, str]]) -> str:
 	"""The command a vng guest runs: pytools/guest's runner, from this
-	repository (the guest sees the host's root filesystem), with the
-	host's Python and venv."""
+	repository, with the Python the plan names."""
 	q = shlex.quote
-	return (f'cd {q(str(paths.REPO))} && {q(sys.executable)} -m '
-		f'{paths.GUEST_MODULE} --out {q(str(guest_out))}' +
-		(f' --kselftests {q(str(kselftests))}'
-		 f' --pytest {q(str(paths.ABI_CHECKS))}'
-		 f' --headers {q(str(headers))}' if opts.userspace else '') +
-		''.join(f' --env {q(f"{k}={v}")}' for k, v in opts.guest_env))
+	return (f'cd {q(plan.repo)} && {q(plan.python)} -m '
+		f'{paths.GUEST_MODULE} --out {q(plan.out)}' +
+		(f' --kselftests {q(plan.path(kselftests))}'
+		 f' --pytest {q(plan.repo + "/" + str(paths.ABI_CHECKS.relative_to(paths.REPO)))}'
+		 f' --headers {q(plan.path(plan.build_dir / "usr" / "include"))}'
+		 f' --progs {q(plan.path(built))}'
+		 if opts.userspace and kselftests and built else '') +
+		''.join(f' --env {q(f"{k}={v}")}' for k, v in env))
 
 
 def _record_accel(run: results.RunResult, accel: boot.AccelChoice) -> None:
@@ -307,10 +379,9 @@ def _stopped_problem(run: results.RunResult, done, timeout: float,
 
 
 NO_PYTHON_REASON = (
-	'not run on {arch}: this guest is an initramfs of static C programs '
-	'with no Python; a {arch} root filesystem (debootstrap with '
-	'qemu-user-static) is not built yet, so the Python ABI checks and '
-	'perfex run on x86_64 only')
+	'not run on the fast boot: this {arch} guest is an initramfs of '
+	'static C programs with no Python (inv bisect --boot); inv check '
+	'runs the Python ABI checks and perfex on a {arch} root of its own')
 
 
 def _test_initramfs(opts, tree, build, req, run, outdir, guest_out, ksel,
@@ -371,13 +442,21 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	stages['apply'] = round(time.monotonic() - t, 1)
 
 	req = build_request(opts, tree)
-	t = time.monotonic()
-	build = kernel.build(req, ops)
-	stages['build'] = round(time.monotonic() - t, 1)
-	progress(f'build: {build.release} in {build.build_seconds:.0f} s')
+	# The guest's own root (if it needs one) builds alongside the kernel.
+	prefetch = rootfs.Prefetch(req.arch, ops) \
+		if req.arch.own_root and \
+		req.arch.boot_for(opts.fast_boot) == 'vng' else None
+	try:
+		t = time.monotonic()
+		build = kernel.build(req, ops)
+		stages['build'] = round(time.monotonic() - t, 1)
+		progress(f'build: {build.release} in {build.build_seconds:.0f} s')
 
-	run, path = test_and_report(opts, tree, build, req, tip, stages, argv,
-				    ops)
+		run, path = test_and_report(opts, tree, build, req, tip, stages,
+					    argv, ops)
+	finally:
+		if prefetch:
+			prefetch.stop()
 	print(results.summary(run))
 	print(f'JUnit: {path.parent / "results.junit.xml"}')
 	print(path)

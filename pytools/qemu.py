@@ -55,14 +55,6 @@ def _version_of(binary: str, ops: Ops) -> Tuple[int, ...]:
 	return parse_version(res.output)
 
 
-def _codename() -> str:
-	try:
-		text = Path('/etc/os-release').read_text()
-	except OSError:
-		return ''
-	m = re.search(r'^VERSION_CODENAME=(\S+)', text, re.M)
-	return m.group(1).strip('"') if m else ''
-
 
 def _candidate(fetcher: bases.PackageFetcher, package: str) -> str:
 	res = fetcher.ops.run(['apt-cache', *fetcher._apt_opts(), 'policy',
@@ -117,7 +109,7 @@ def choose(arch: ArchParams, ops: Ops) -> Qemu:
 		return Qemu(system, have, 'system')
 	why = (f'{arch.qemu_binary} {".".join(map(str, have)) or "?"} is older '
 	       f'than {arch.qemu_min_text}, which {arch.qemu_min_why}')
-	codename = _codename()
+	codename = bases.codename()
 	if not codename:
 		raise InfraError(why, f'install QEMU {arch.qemu_min_text} or '
 				 'newer')

@@ -34,6 +34,8 @@ class RunResult:
 	# every probe and run of an accelerator, in order (boot.Attempt)
 	accel_attempts: List[Dict[str, Any]] = field(default_factory=list)
 	qemu: Dict[str, str] = field(default_factory=dict)
+	# the guest's own root filesystem, if not the host's (rootfs.Rootfs)
+	rootfs: Dict[str, Any] = field(default_factory=dict)
 	kernel_release: str = ''
 	# the kernel config's name (data/configs.toml: default, debug; a
 	# bisect prefix's build says bisect) and its fragments
@@ -167,6 +169,15 @@ def summary(run: RunResult) -> str:
 	if run.qemu.get('origin', 'system') != 'system':
 		lines.append(f'  qemu {run.qemu.get("version")} from '
 			     f'{run.qemu["origin"]}: {run.qemu.get("reason")}')
+	if run.rootfs:
+		r = run.rootfs
+		how = (f'built now in {r.get("build_seconds", 0):.0f} s'
+		       if r.get('fresh') else
+		       f'cached (built {r.get("built")} in '
+		       f'{r.get("build_seconds", 0):.0f} s)')
+		lines.append(f'  root filesystem: Debian {r.get("suite")} '
+			     f'{r.get("debian_arch") or run.arch}, '
+			     f'{r.get("size_mb")} MB, {how}')
 	fams: Dict[str, Dict[str, int]] = {}
 	for t in run.tests:
 		f = fams.setdefault(t.family, {s.value: 0 for s in Status})

@@ -38,7 +38,7 @@ class FakeOps(Ops):
 
 	def stream(self, argv, log, cwd=None, env=None, timeout=None,
 		   on_line=None, idle_timeout=None, on_quiet=None,
-		   quiet_every=15.0):
+		   quiet_every=15.0, cancel=None):
 		"""Replays the answer's lines through on_line as Ops.stream
 		does (stopping where on_line gives a reason); rc 'timeout' and
 		'silent' stand for the two bounds."""

@@ -45,3 +45,22 @@ def test_every_struct_size_is_a_multiple_of_8():
 	import ctypes
 	for name, s in abi.STRUCTS.items():
 		assert ctypes.sizeof(s) % 8 == 0, name
+
+
+def test_wait_signal_reads_the_whole_siginfo():
+	"""sigtimedwait through ctypes: a queued signal's si_value comes
+	back (Python's signal.sigtimedwait() has no field for it)."""
+	import os
+	import signal
+	old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+	try:
+		assert abi.wait_signal(signal.SIGUSR2, 0.05) is None
+		os.kill(os.getpid(), signal.SIGUSR2)
+		si = abi.wait_signal(signal.SIGUSR2, 5)
+	finally:
+		signal.pthread_sigmask(signal.SIG_SETMASK, old)
+	assert si.si_signo == signal.SIGUSR2
+	assert si.si_pid == os.getpid() and si.si_code == 0	# SI_USER
+	import ctypes
+	assert ctypes.sizeof(abi.Siginfo) == 128
+	assert abi.Siginfo.si_value.offset == 24

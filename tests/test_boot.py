@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -258,3 +259,28 @@ def test_real_hang_is_killed_at_the_silence_bound(tmp_path):
 	assert 'killed: no output for' in by['boot'].message
 	assert 'Unable to mount root fs' in by['boot'].message
 	assert by['kernel-log'].status is Status.FAIL	# the panic
+
+
+def test_vng_argv_with_a_root_of_its_own(tmp_path):
+	"""ppc64le: Debian's arch name for vng, the root, the mounts, the
+	backport QEMU with its firmware and the CPU model, quoted for the
+	shell line vng builds."""
+	req = boot.BootRequest(
+		arch=arches.get('ppc64le'), image=tmp_path / 'vmlinux',
+		command='true', accel=boot.AccelChoice(boot.Accel.TCG, 'test'),
+		log=tmp_path / 'log', timeout=10, root=tmp_path / 'root',
+		mounts=(('/perfctr/src', Path('/repo'), False),
+			('/perfctr/out', tmp_path / 'out', True)),
+		qemu=('/c/qemu-system-ppc64', '-L', '/c/share dir'),
+		cpu='power10')
+	argv = boot.vng_argv(req, 'vng')
+	assert argv[argv.index('--root') + 1] == str(tmp_path / 'root')
+	assert argv[argv.index('--arch') + 1] == 'ppc64el'
+	assert argv[argv.index('--rodir') + 1] == '/perfctr/src=/repo'
+	assert argv[argv.index('--rwdir') + 1] == f'/perfctr/out={tmp_path}/out'
+	assert argv[argv.index('--qemu') + 1] == '/c/qemu-system-ppc64'
+	assert "--qemu-opts=-L '/c/share dir' -cpu power10" in argv
+	assert argv[-2:] == ['--exec', 'true']
+	assert boot.cpu_model(req) == 'power10'
+	with pytest.raises(ValueError, match='needs root'):
+		boot.vng_argv(dataclasses.replace(req, root=None), 'vng')

@@ -13,15 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from pytools import initramfs, lava, paths, pipeline
+from pytools import arches, initramfs, lava, paths, pipeline
 
 GUEST_FILES = sorted(p for p in paths.GUEST.rglob('*.py'))
 
 
 def test_the_vng_guest_command_names_files_that_exist(tmp_path):
 	opts = pipeline.Options(guest_env=(('PERFCTR_CHAIN', '10'),))
+	plan = pipeline.GuestPlan(python=sys.executable, repo=str(paths.REPO),
+				  out=str(tmp_path / 'out'), build_dir=tmp_path,
+				  build=str(tmp_path))
 	argv = shlex.split(pipeline.guest_command(
-		opts, tmp_path / 'out', tmp_path / 'ksel', tmp_path / 'usr'))
+		plan, opts, tmp_path / 'ksel', tmp_path / 'progs',
+		pipeline.guest_env(opts, arches.get('x86_64'))))
 	assert argv[:2] == ['cd', str(paths.REPO)]
 	m = argv.index('-m')
 	assert argv[m - 1] == sys.executable
@@ -33,7 +37,7 @@ def test_the_vng_guest_command_names_files_that_exist(tmp_path):
 	assert checks == paths.ABI_CHECKS and (checks / 'conftest.py').exists()
 	assert sorted(p.name for p in checks.glob('test_*.py')) == [
 		'test_info.py', 'test_layout.py', 'test_perfex.py',
-		'test_vperfctr.py']
+		'test_pmu.py', 'test_vperfctr.py']
 	assert 'PERFCTR_CHAIN=10' in argv
 
 

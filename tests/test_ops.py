@@ -50,3 +50,17 @@ def test_the_total_timeout_says_so(tmp_path):
 			   tmp_path / 'log', timeout=1, idle_timeout=30)
 	assert res.timed_out and not res.silent
 	assert res.stopped == 'did not finish within 1 s'
+
+
+def test_cancel_from_another_thread_kills_a_quiet_command(tmp_path):
+	"""A background job (the guest root's build) is stopped with its
+	run: setting the event kills it even while it prints nothing."""
+	import threading
+	cancel = threading.Event()
+	threading.Timer(0.5, cancel.set).start()
+	t0 = time.monotonic()
+	res = Ops().stream(['sh', '-c', 'echo unpacking; sleep 60'],
+			   tmp_path / 'log', timeout=600, cancel=cancel)
+	assert time.monotonic() - t0 < 10
+	assert res.stopped == 'cancelled' and res.returncode != 0
+	assert '*** killed: cancelled' in (tmp_path / 'log').read_text()

@@ -184,3 +184,67 @@ def test_the_published_snapshot_still_reads():
 	assert {(r.arch, r.config) for r in s.runs} >= \
 		{('x86_64', 'default'), ('x86_64', 'debug'),
 		 ('ppc64le', 'default')}
+
+
+def test_host_root_guest_runs_the_hosts_python_on_the_same_paths(tmp_path):
+	run = results.RunResult(arch='x86_64', base={})
+	plan = pipeline.plan_guest(pipeline.Options(), X86, tmp_path / 'build',
+				   tmp_path / 'out', run, None)
+	assert plan.root is None and plan.rwdirs == (tmp_path / 'out',)
+	b = tmp_path / 'build'
+	cmd = pipeline.guest_command(plan, pipeline.Options(),
+				     b / 'kselftest' / 'perfctr',
+				     b / 'guest-progs', [('A', '1')])
+	assert f'--kselftests {b}/kselftest/perfctr' in cmd
+	assert f'--headers {b}/usr/include' in cmd
+	assert f'--progs {b}/guest-progs' in cmd
+	assert cmd.endswith('--env A=1')
+	assert not run.rootfs
+
+
+def test_own_root_guest_sees_the_mount_points(tmp_path, monkeypatch,
+					      fake_ops):
+	from pytools import qemu, rootfs
+	ppc = arches.get('ppc64le')
+	rfs = rootfs.Rootfs(tmp_path / 'root', 'k', ('python3',), 'bookworm',
+			    'ppc64el', 1 << 20, 146.5, 'then', False)
+	monkeypatch.setattr(rootfs, 'ensure', lambda arch, ops: rfs)
+	monkeypatch.setattr(qemu, 'choose', lambda arch, ops: qemu.Qemu(
+		'/c/qemu-system-ppc64', (10, 0, 2), 'debian bookworm-backports',
+		'/c/share', 'old system QEMU'))
+	run = results.RunResult(arch='ppc64le', base={})
+	opts = pipeline.Options(arch='ppc64le', cpu='power10')
+	b = tmp_path / 'build'
+	plan = pipeline.plan_guest(opts, ppc, b, tmp_path / 'out', run,
+				   fake_ops())
+	assert plan.root == tmp_path / 'root'
+	assert (rootfs.GUEST_OUT, tmp_path / 'out', True) in plan.mounts
+	assert (rootfs.GUEST_BUILD, b, False) in plan.mounts
+	assert plan.qemu == ('/c/qemu-system-ppc64', '-L', '/c/share')
+	assert run.qemu['cpu'] == 'power10' and run.rootfs['size_mb'] == 1
+	assert 'rootfs' in run.durations
+	cmd = pipeline.guest_command(plan, opts, b / 'kselftest' / 'perfctr',
+				     b / 'guest-progs',
+				     pipeline.guest_env(pipeline.Options(), ppc))
+	assert cmd.startswith('cd /perfctr/src && /usr/bin/python3 -m '
+			      'pytools.guest --out /perfctr/out')
+	assert '--kselftests /perfctr/build/kselftest/perfctr' in cmd
+	assert '--headers /perfctr/build/usr/include' in cmd
+	assert '--progs /perfctr/build/guest-progs' in cmd
+	assert '--pytest /perfctr/src/pytools/guest/abi_checks' in cmd
+	assert '--env PERFCTR_FUZZ_CALLS=300000' in cmd
+
+
+def test_guest_env_options_win_over_the_arch():
+	ppc = arches.get('ppc64le')
+	env = pipeline.guest_env(pipeline.Options(
+		guest_env=(('PERFCTR_FUZZ_CALLS', '20000'), ('B', '2'))), ppc)
+	assert env == [('B', '2'), ('PERFCTR_FUZZ_CALLS', '20000')]
+	assert pipeline.guest_env(pipeline.Options(), X86) == []
+
+
+def test_bisect_boots_the_fast_way_and_check_the_full_way():
+	ppc = arches.get('ppc64le')
+	assert ppc.boot_for(fast=False) == 'vng' and ppc.own_root
+	assert ppc.boot_for(fast=True) == 'initramfs'
+	assert X86.boot_for(fast=True) == 'vng'

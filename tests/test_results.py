@@ -49,3 +49,16 @@ def test_junit(tmp_path):
 	suites = {s.get('name'): s for s in root.iter('testsuite')}
 	assert suites['x86_64.kunit'].get('failures') == '1'
 	assert suites['x86_64.pytest'].get('skipped') == '1'
+
+
+def test_summary_says_what_the_guest_root_cost():
+	r = _run(TestCase('kunit', 'a', Status.PASS))
+	r.rootfs = {'suite': 'bookworm', 'debian_arch': 'ppc64el',
+		    'size_mb': 223, 'build_seconds': 146.5, 'fresh': True}
+	assert 'root filesystem: Debian bookworm ppc64el, 223 MB, built now ' \
+		'in 146 s' in results.summary(r)
+	r.rootfs = dict(r.rootfs, fresh=False, built='2026-12-01T05:30:00')
+	assert '223 MB, cached (built 2026-12-01T05:30:00 in 146 s)' in \
+		results.summary(r)
+	# and it survives the JSON round trip
+	assert results.from_json(r.to_json()).rootfs == r.rootfs

@@ -47,7 +47,14 @@ class ArchParams:
 	unistd_header: str		# installed header with __NR_ numbers
 	debian_arch: str		# Debian's name (packages for a ramdisk)
 	guest: Guest
-	boot: str = 'vng'		# how the guest is booted: BOOTS
+	boot: str = 'vng'		# how inv check boots the guest: BOOTS
+	# How inv bench and inv bisect --boot boot it, when that differs
+	# ('' : as inv check): a smaller guest that starts sooner.
+	fast_boot: str = ''
+	# The guest's root filesystem under virtme-ng: the host's (empty),
+	# or a root of the arch's own built from these Debian packages of
+	# debian_arch (pytools/rootfs.py)
+	rootfs_packages: Tuple[str, ...] = ()
 	# The oldest QEMU that runs every test of this arch, and why
 	qemu_min: Tuple[int, ...] = ()
 	qemu_min_why: str = ''
@@ -66,12 +73,35 @@ class ArchParams:
 			raise TypeError('guest must be a Guest(...)')
 		if self.boot not in BOOTS:
 			raise ValueError(f'boot {self.boot!r}: one of {BOOTS}')
-		if self.boot == 'initramfs' and not self.guest.machine:
+		if self.fast_boot not in ('', *BOOTS):
+			raise ValueError(f'fast_boot {self.fast_boot!r}: \'\' or '
+					 f'one of {BOOTS}')
+		if 'initramfs' in (self.boot, self.fast_boot) and \
+		   not self.guest.machine:
 			raise ValueError('an initramfs guest needs guest.machine')
+		if self.rootfs_packages and self.boot != 'vng':
+			raise ValueError('rootfs_packages is the root of a '
+					 'virtme-ng guest: it needs boot=\'vng\'')
 		if 'default' not in self.silence:
 			raise ValueError("silence needs a 'default' bound")
 		if self.qemu_min and not self.qemu_min_why:
 			raise ValueError('qemu_min needs qemu_min_why')
+
+	def boot_for(self, fast: bool = False) -> str:
+		"""How a guest boots: inv check's way, or the fast one."""
+		return self.fast_boot if fast and self.fast_boot else self.boot
+
+	@property
+	def own_root(self) -> bool:
+		"""The vng guest boots a root of its own, not the host's."""
+		return bool(self.rootfs_packages)
+
+	@property
+	def picks_cpu(self) -> bool:
+		"""The tools choose the QEMU CPU model (--cpu), not virtme-ng:
+		an initramfs guest, or one with a root of its own (a foreign
+		arch, always under TCG)."""
+		return 'initramfs' in (self.boot, self.fast_boot) or self.own_root
 
 	def silence_for(self, config_name: str) -> float:
 		return self.silence.get(config_name, self.silence['default'])

@@ -239,3 +239,89 @@ def tsc_control(flags: int = 0) -> VperfctrControl:
 	c.flags = flags
 	c.cpu_control.tsc_on = 1
 	return c
+
+
+# An instructions-retired counter, per perfctr_info.cpu_type (the names
+# of the uapi header's PERFCTR_CPU_* constants): (pmc_map, evntsel for
+# user mode only, the evntsel bit that adds kernel mode).  POWER's PMC5
+# counts instructions and takes no selector; x86's architectural event
+# 0xc0 with USR (bit 16), OS (bit 17).
+INSTRUCTIONS = {
+	'PERFCTR_CPU_PPC64_BOOK3S': (4, 0x0, 0x100),
+	'PERFCTR_CPU_X86_INTEL_ARCH': (0, 0xc0 | 1 << 16, 1 << 17),
+	'PERFCTR_CPU_X86_AMD_CORE': (0, 0xc0 | 1 << 16, 1 << 17),
+}
+
+
+def instructions_event(info: PerfctrInfo, headers: Headers,
+		       kernel: bool = False) -> Optional[tuple]:
+	"""(evntsel, pmc_map) counting instructions on this CPU, or None
+	where the binding knows no such event (a TSC-only machine)."""
+	for name, (pmc, sel, kbit) in INSTRUCTIONS.items():
+		if name in headers.perfctr and \
+		   info.cpu_type == headers.const(name) and info.nr_counters:
+			return sel | (kbit if kernel else 0), pmc
+	return None
+
+
+def instructions_control(info: PerfctrInfo, headers: Headers,
+			 kernel: bool = False, period: int = 0,
+			 signo: int = 0) -> Optional[VperfctrControl]:
+	"""The TSC and one instructions counter in slot 0: accumulating, or
+	with @period an interrupt-mode counter that overflows after that
+	many instructions and sends @signo (0: suspend silently)."""
+	ev = instructions_event(info, headers, kernel)
+	if ev is None:
+		return None
+	c = tsc_control()
+	cc = c.cpu_control
+	cc.evntsel[0], cc.pmc_map[0] = ev
+	if period:
+		cc.nrictrs = 1
+		cc.ireset[0] = -period
+		c.si_signo = signo
+	else:
+		cc.nractrs = 1
+	return c
+
+
+# siginfo_t as the kernel fills it for a queued signal (64-bit Linux,
+# every arch here): si_signo, si_errno, si_code, then the union, whose
+# _rt member holds si_pid, si_uid and the sigval.
+class Siginfo(ctypes.Structure):
+	_fields_ = [
+		('si_signo', ctypes.c_int),
+		('si_errno', ctypes.c_int),
+		('si_code', ctypes.c_int),
+		('_pad0', ctypes.c_int),
+		('si_pid', ctypes.c_int),
+		('si_uid', ctypes.c_uint),
+		('si_value', ctypes.c_long),	# sival_int in its low half
+		('_rest', ctypes.c_byte * (128 - 32)),
+	]
+
+
+class _Timespec(ctypes.Structure):
+	_fields_ = [('tv_sec', ctypes.c_long), ('tv_nsec', ctypes.c_long)]
+
+
+SI_KERNEL = 0x80
+
+
+def wait_signal(signo: int, timeout: float) -> Optional[Siginfo]:
+	"""sigtimedwait(2) for a blocked @signo: its whole siginfo (Python's
+	signal.sigtimedwait() leaves out si_value, where perfctr puts the
+	overflowed slots), or None if none came within @timeout."""
+	sigset = ctypes.create_string_buffer(128)
+	_libc.sigemptyset(sigset)
+	_libc.sigaddset(sigset, ctypes.c_int(signo))
+	info = Siginfo()
+	ts = _Timespec(int(timeout), int((timeout % 1) * 1e9))
+	ctypes.set_errno(0)
+	r = _libc.sigtimedwait(sigset, ctypes.byref(info), ctypes.byref(ts))
+	if r < 0:
+		err = ctypes.get_errno()
+		if err == 11:		# EAGAIN: the timeout
+			return None
+		raise OSError(err, f'sigtimedwait: {os.strerror(err)}')
+	return info

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """perfex: run a command under virtual counters and print the counts.
 
-    perfex [--inherit] [-e EVNTSEL[@PMC] ...] [--json] -- COMMAND [ARGS...]
+    perfex [--inherit] [-e EVENT ...] [--json] -- COMMAND [ARGS...]
 
 Like the perfex of the original perfctr package: the command runs in a
 child whose counters are set up (remote control, from this process)
 before it execs, so nothing of perfex itself is counted.  The time-stamp
-counter is always counted; -e adds a hardware counter with a raw event
-selection (x86: the IA32_PERFEVTSELx value without the enable bit, e.g.
-0x100c0 for user-mode instructions retired), where the CPU has counters.
+counter is always counted; -e adds a hardware counter, where the CPU has
+counters: "instructions" (user mode; "instructions:k" adds kernel mode)
+on any CPU the binding knows (pytools/abi.py), or a raw EVNTSEL[@PMC]
+(x86: the IA32_PERFEVTSELx value without the enable bit, e.g. 0x100c0
+for user-mode instructions retired; POWER: 0@4 for PMC5, instructions).
 With --inherit, the command's own children are counted too and reported
 as "children".  Exit status is the command's.
 """
@@ -21,12 +23,28 @@ import sys
 from . import abi
 
 
-def parse_event(text: str, slot: int):
+NAMED = ('instructions', 'instructions:k')
+
+
+def parse_event(text: str, slot: int, info=None, headers=None):
+	"""(evntsel, pmc_map) of -e TEXT; a named event needs the CPU's
+	perfctr_info and the headers, and a CPU that has it."""
+	if text in NAMED:
+		ev = abi.instructions_event(info, headers,
+					    kernel=text.endswith(':k')) \
+			if info is not None else None
+		if ev is None:
+			raise SystemExit(
+				f'perfex: {text}: this CPU has no counter for it '
+				f'(perfctr cpu_type {getattr(info, "cpu_type", "?")}, '
+				f'{getattr(info, "nr_counters", 0)} counters)')
+		return ev
 	sel, _, pmc = text.partition('@')
 	try:
 		return int(sel, 0), int(pmc, 0) if pmc else slot
 	except ValueError:
-		raise SystemExit(f'perfex: bad event {text!r}: want EVNTSEL[@PMC], '
+		raise SystemExit(f'perfex: bad event {text!r}: want '
+				 f'{" or ".join(NAMED)} or EVNTSEL[@PMC], '
 				 'numbers in C syntax (0x100c0@0)')
 
 
@@ -53,7 +71,8 @@ def report(sums, info, events, inherit: bool) -> dict:
 def main(argv=None) -> int:
 	ap = argparse.ArgumentParser(prog='perfex', description=__doc__.split('\n\n')[0])
 	ap.add_argument('-e', '--event', action='append', default=[],
-			help='EVNTSEL[@PMC]: count a raw event on a hardware counter')
+			help='instructions, instructions:k, or EVNTSEL[@PMC]: '
+			     'a raw event on a hardware counter')
 	ap.add_argument('--inherit', action='store_true',
 			help="count the command's children too")
 	ap.add_argument('--json', action='store_true', help='print JSON')
@@ -72,7 +91,8 @@ def main(argv=None) -> int:
 		print(f'perfex: perfctr_info: {e.strerror}; is this a perfctr '
 		      'kernel?', file=sys.stderr)
 		return 2
-	events = [parse_event(e, i) for i, e in enumerate(args.event)]
+	events = [parse_event(e, i, info, pc.h)
+		  for i, e in enumerate(args.event)]
 	control = build_control(events, args.inherit)
 
 	go_r, go_w = os.pipe()
@@ -109,8 +129,9 @@ def main(argv=None) -> int:
 			if out['ms'] is not None else ''
 		print(f'tsc\t{out["tsc"]}{ms}', file=sys.stderr)
 		for i, v in enumerate(out['pmc']):
-			print(f'pmc{i}\t{v}\t(evntsel {events[i][0]:#x} on '
-			      f'counter {events[i][1]:#x})', file=sys.stderr)
+			print(f'pmc{i}\t{v}\t({args.event[i]}: evntsel '
+			      f'{events[i][0]:#x} on counter {events[i][1]:#x})',
+			      file=sys.stderr)
 		if args.inherit:
 			print(f'children tsc\t{out["children"]["tsc"]}',
 			      file=sys.stderr)

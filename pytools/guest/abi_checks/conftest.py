@@ -3,6 +3,9 @@
 
 import ctypes
 import mmap
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,23 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 @pytest.fixture(scope='session')
 def headers():
 	return abi.Headers()
+
+
+@pytest.fixture(scope='session')
+def progs(tmp_path_factory):
+	"""The checks' C programs, built static by the host for this arch
+	(pytools/progs.py), copied into the guest's memory: an exec from
+	the 9p share faults every page in over virtio, and perfex's known
+	loop should count the loop, not the share."""
+	src = Path(os.environ.get('PERFCTR_PROGS', ''))
+	assert src.name and (src / 'layout_probe').is_file(), \
+		f'PERFCTR_PROGS={src}: no layout_probe there; the host builds ' \
+		'the programs (pytools/progs.py) and the runner passes --progs'
+	dst = tmp_path_factory.mktemp('progs')
+	for prog in src.iterdir():
+		if os.access(prog, os.X_OK):
+			shutil.copy2(prog, dst / prog.name)
+	return dst
 
 
 @pytest.fixture(scope='session')

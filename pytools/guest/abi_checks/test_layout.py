@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The ctypes structures have the C compiler's layout, field by field."""
+"""The ctypes structures have the C compiler's layout, field by field:
+the compiler that built the guest's programs (the cross compiler for
+ppc64le; pytools/progs.py generates the probe from abi.STRUCTS)."""
 
 import ctypes
-import shutil
 import subprocess
 
 import pytest
@@ -10,33 +11,25 @@ import pytest
 from pytools.guest import abi
 
 
-def _c_layout(headers, tmp_path, name, struct):
-	lines = ['#include <stdio.h>', '#include <stddef.h>',
-		 '#include <linux/perfctr.h>', 'int main(void) {',
-		 f'\tprintf("sizeof %zu\\n", sizeof(struct {name}));']
-	for field, _ in struct._fields_:
-		lines.append(f'\tprintf("{field} %zu %zu\\n", '
-			     f'offsetof(struct {name}, {field}), '
-			     f'sizeof(((struct {name} *)0)->{field}));')
-	lines += ['\treturn 0;', '}']
-	src = tmp_path / f'{name}.c'
-	src.write_text('\n'.join(lines) + '\n')
-	exe = tmp_path / name
-	cc = shutil.which('cc') or shutil.which('gcc')
-	assert cc, 'no C compiler in the guest to compare layouts with'
-	subprocess.run([cc, '-I', str(headers.root), '-o', str(exe), str(src)],
-		       check=True, capture_output=True, text=True)
-	out = subprocess.run([str(exe)], check=True, capture_output=True,
-			     text=True).stdout
-	return dict((l.split(' ', 1)[0], l.split(' ', 1)[1])
-		    for l in out.splitlines())
+@pytest.fixture(scope='module')
+def c_layout(progs):
+	"""{struct: {'sizeof': 'N', field: 'OFFSET SIZE'}} as C says."""
+	out = subprocess.run([str(progs / 'layout_probe')], check=True,
+			     capture_output=True, text=True).stdout
+	layout = {}
+	for line in out.splitlines():
+		name, field, rest = line.split(' ', 2)
+		layout.setdefault(name, {})[field] = rest
+	return layout
 
 
 @pytest.mark.parametrize('name', sorted(abi.STRUCTS))
-def test_layout_matches_c(headers, tmp_path, name):
+def test_layout_matches_c(c_layout, name):
 	struct = abi.STRUCTS[name]
-	c = _c_layout(headers, tmp_path, name, struct)
-	assert int(c['sizeof']) == ctypes.sizeof(struct), 'sizeof differs'
+	c = c_layout.get(name)
+	assert c, f'the probe printed nothing of struct {name}: rebuild it'
+	assert int(c['sizeof']) == ctypes.sizeof(struct), \
+		f'sizeof differs: C {c["sizeof"]}, ctypes {ctypes.sizeof(struct)}'
 	for field, _ in struct._fields_:
 		desc = getattr(struct, field)
 		assert c[field] == f'{desc.offset} {desc.size}', \

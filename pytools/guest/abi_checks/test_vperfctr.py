@@ -3,6 +3,7 @@
 
 import ctypes
 import errno
+import mmap
 import os
 import random
 import time
@@ -88,7 +89,10 @@ def test_random_controls_give_defined_errnos(pc, fd, headers):
 	defined = {errno.EINVAL, errno.E2BIG, errno.EPERM, errno.EOPNOTSUPP,
 		   errno.EBUSY}
 	ver0 = headers.const('VPERFCTR_CONTROL_SIZE_VER0')
-	buf = ctypes.create_string_buffer(4096)
+	# over a page (4 KiB on x86_64, 64 KiB on ppc64le) is E2BIG; the
+	# buffer covers every size tried
+	page = mmap.PAGESIZE
+	buf = ctypes.create_string_buffer(page + 8)
 	for n in range(3000):
 		c = abi.tsc_control()
 		c.flags = rng.choice([0, 0, 1, rng.getrandbits(32)])
@@ -104,7 +108,7 @@ def test_random_controls_give_defined_errnos(pc, fd, headers):
 				cc.pmc_map[i] = rng.getrandbits(32)
 				cc.evntsel[i] = rng.getrandbits(64)
 				cc.ireset[i] = rng.randrange(-2**63, 2**63)
-		size = rng.choice([ver0, ver0, ver0 - 8, ver0 + 8, 4097])
+		size = rng.choice([ver0, ver0, ver0 - 8, ver0 + 8, page + 1])
 		ctypes.memset(buf, 0, len(buf))
 		ctypes.memmove(buf, ctypes.addressof(c), ctypes.sizeof(c))
 		try:
