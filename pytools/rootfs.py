@@ -208,7 +208,13 @@ def ensure(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
 	root = top / f'{spec.arch}-{spec.key}'
 	# One build at a time per arch: a second run waits for the first.
 	with open(top / f'{spec.arch}.lock', 'w') as lock:
-		fcntl.flock(lock, fcntl.LOCK_EX)
+		try:
+			fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+		except BlockingIOError:
+			progress(f'rootfs: waiting for the {spec.arch} root being '
+				 f'built now (log '
+				 f'{root.with_name(root.name + ".log")})')
+			fcntl.flock(lock, fcntl.LOCK_EX)
 		have = load(root)
 		if have:
 			return have
