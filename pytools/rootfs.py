@@ -172,6 +172,10 @@ def binfmt_ready(spec: RootfsSpec, ops: Ops, binfmt_dir: Path = BINFMT_DIR,
 	return '; '.join(done)
 
 
+# Roots this process built (a prefetch's too): "built now" in its results.
+_BUILT_HERE: set = set()
+
+
 def _stamp(root: Path) -> Path:
 	return root.with_name(root.name + '.json')
 
@@ -188,7 +192,7 @@ def load(root: Path) -> Optional[Rootfs]:
 		      suite=d['suite'], debian_arch=d.get('debian_arch', ''),
 		      size_bytes=d['size_bytes'],
 		      build_seconds=d['build_seconds'], built=d['built'],
-		      fresh=False)
+		      fresh=root in _BUILT_HERE)
 
 
 def ensure(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
@@ -257,6 +261,7 @@ def _build(spec: RootfsSpec, root: Path, top: Path, ops: Ops,
 	d = rfs.as_dict()
 	del d['fresh']
 	_stamp(root).write_text(json.dumps(d, indent=1) + '\n')
+	_BUILT_HERE.add(root)
 	# Roots of older package lists are of no more use: 400 MB each.
 	for old in top.glob(f'{spec.arch}-*'):
 		if old.is_dir() and old != root:

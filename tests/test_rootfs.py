@@ -157,3 +157,20 @@ def test_the_root_carries_no_compiler():
 	"""The checks' C programs come from the host (pytools/progs.py):
 	gcc and libc6-dev were 180 MB and five minutes of the first build."""
 	assert not {'gcc', 'libc6-dev', 'cc'} & set(PPC.rootfs_packages)
+
+
+def test_a_root_built_by_this_run_says_so_when_taken_again(
+		tmp_path, fake_ops, monkeypatch):
+	"""The prefetch builds it; the guest step takes it from the cache
+	and must still report it as built now (its cost is this run's)."""
+	monkeypatch.setattr(rootfs.bases, 'codename', lambda: 'bookworm')
+	monkeypatch.setattr(rootfs, 'binfmt_ready', lambda *a: 'ready')
+
+	def mmdebstrap(argv):
+		(tmp_path / 'rootfs' / argv[-2].rsplit('/', 1)[1] / 'usr').mkdir(
+			parents=True)
+		return (0, 'I: success')
+	ops = fake_ops(answers=[('mmdebstrap', mmdebstrap)])
+	first = rootfs.ensure(PPC, ops, cache=tmp_path, sources=SOURCES)
+	again = rootfs.ensure(PPC, ops, cache=tmp_path, sources=SOURCES)
+	assert first.fresh and again.fresh and len(ops.calls) == 1

@@ -181,7 +181,7 @@ def main(argv=None) -> int:
 		       'PYTHONDONTWRITEBYTECODE': '1'}
 		summary['families']['pytest'] = _run(
 			[sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider',
-			 '-v', '-rs', f'--junitxml={out / "pytest.xml"}',
+			 '-v', '-rsP', f'--junitxml={out / "pytest.xml"}',
 			 str(args.pytest)],
 			out / 'pytest.log', scale * PYTEST_TIMEOUT, env, 'pytest',
 			'abi_checks')
