@@ -55,7 +55,8 @@ EXPECT = {
 				 'vperfctr_fault_test.fault.every_allocation_of_every_call'],
 			 'release': '6.12.'},
 	'ppc64le': {'args': ['--arch', 'ppc64le'], 'arch': 'ppc64le',
-		    'min': {'kunit': 49, 'kselftest': 65, 'kernel-log': 1},
+		    'min': {'kunit': 49, 'kselftest': 65, 'pytest': 34,
+			    'kernel-log': 1},
 		    'must_pass': SOUNDNESS_MUST + [
 				  'kunit.perfctr_ppc64.ppc_test_freeze_conditions.POWER9 HV',
 				  'kunit.perfctr_ppc64.ppc_test_wrap_without_tick.POWER9 guest',
@@ -68,7 +69,15 @@ EXPECT = {
 				  'vperfctr_pmc_test.overflow.iresume_restarts',
 				  'vperfctr_pmc_test.overflow.no_signal_when_none_asked',
 				  'vperfctr_pmc_test.overflow.accumulating_slot_alongside',
-				  'vperfctr_pmc_test.overflow.bad_periods_einval'],
+				  'vperfctr_pmc_test.overflow.bad_periods_einval',
+				  # the Python checks on the real PMU, through
+				  # virtme-ng on the ppc64el root
+				  'test_pmu::test_overflow_signal_suspends_and_iresume_restarts',
+				  'test_pmu::test_overflow_siginfo_names_the_slot',
+				  'test_pmu::test_no_signal_asked_suspends_silently',
+				  'test_pmu::test_random_pmc_controls_are_accepted_or_defined',
+				  'test_perfex::test_counts_the_instructions_of_a_known_loop',
+				  'test_layout::test_layout_matches_c[vperfctr_state]'],
 		    'release': '6.12.'},
 }
 
