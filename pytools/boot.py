@@ -34,7 +34,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import paths
 from .arches import ArchParams
-from .errors import InfraError
+from .errors import InfraError, UserError
 from .ops import Completed, Ops, progress
 
 
@@ -182,7 +182,9 @@ def choose_accel(arch: ArchParams, ops: Ops, host_arch: str = '',
 	if not ok:
 		record_verdict(key, False, why)
 		return _no_kvm(want, why, attempts)
-	if image is None or arch.boot != 'vng':
+	# The boot probe is a vng guest on the host's root: an initramfs
+	# arch or one with a root of its own is not probed that way.
+	if image is None or arch.boot != 'vng' or arch.own_root:
 		return AccelChoice(Accel.KVM, 'KVM probe started a vCPU; the run '
 				   'is watched for KVM errors', tuple(attempts))
 	if cached and cached['kvm_works']:
@@ -256,6 +258,19 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 	if req.arch.own_root and req.root is None:
 		raise ValueError(f'{req.arch.name} boots a root of its own or an '
 				 'initramfs: the BootRequest needs root or initrd')
+	# vng pastes --root, --rodir, --rwdir and --qemu into a shell line
+	# unquoted (virtme-ng 1.42): a path with a space or a quote in it
+	# would boot something else or nothing.
+	paths = [str(req.image), *(str(d) for d in req.rwdirs),
+		 *(str(h) for _, h, _ in req.mounts),
+		 *([str(req.root)] if req.root else []), *req.qemu[:1]]
+	bad = [p for p in paths if re.search(r'[\s\'"\\$`]', p)]
+	if bad:
+		raise UserError(f'{bad[0]}: virtme-ng passes this path to a shell '
+				'unquoted, and it has a space or a shell '
+				'character in it',
+				'use a clone and a cache (PERFCTR_CACHE, '
+				'PERFCTR_RESULTS) whose paths have none')
 	argv = [vng, '--run', str(req.image), '--user', 'root',
 		'--cpus', str(req.cpus), '--memory', req.memory or '2G',
 		'--verbose',

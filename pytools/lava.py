@@ -68,8 +68,8 @@ START_MESSAGE = 'perfctr-ramdisk: Linux [0-9]'
 PROMPT = 'perfctr #'
 NO_PYTHON_REASON = (
 	'not run in the LAVA job: its ramdisk is busybox and static C '
-	'programs, with no Python; inv check runs them on x86_64 (the '
-	'host\'s root through virtme-ng)')
+	'programs, with no Python; inv check runs them through virtme-ng, '
+	'on the host\'s root (x86_64) or a ppc64el root of its own')
 
 
 @dataclass(frozen=True)

@@ -442,10 +442,12 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 	stages['apply'] = round(time.monotonic() - t, 1)
 
 	req = build_request(opts, tree)
-	# The guest's own root (if it needs one) builds alongside the kernel.
-	prefetch = rootfs.Prefetch(req.arch, ops) \
-		if req.arch.own_root and \
-		req.arch.boot_for(opts.fast_boot) == 'vng' else None
+	# The guest's own root (if it needs one) builds alongside the kernel;
+	# what that build needs is checked first, at once.
+	prefetch = None
+	if req.arch.own_root and req.arch.boot_for(opts.fast_boot) == 'vng':
+		rootfs.preflight(req.arch, ops)
+		prefetch = rootfs.Prefetch(req.arch, ops)
 	try:
 		t = time.monotonic()
 		build = kernel.build(req, ops)

@@ -21,12 +21,11 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from . import bases
 from .arches import ArchParams
@@ -51,6 +50,14 @@ BINFMT_DIR = Path('/proc/sys/fs/binfmt_misc')
 BINFMT_CONF = Path('/usr/lib/binfmt.d')
 BUILDER = 'mmdebstrap'
 BUILDER_PACKAGES = 'mmdebstrap qemu-user-static arch-test'
+# mmdebstrap --mode=root mounts /proc, /sys, /dev/pts and the host's
+# /dev/shm inside the root it builds, and a build killed mid-way (^C, a
+# cancel, the timeout) leaves them mounted: deleting the half-built root
+# would then empty the host's /dev/shm.  So it runs in a mount namespace
+# of its own, which goes with its last process, and a tree with anything
+# mounted under it is never deleted.
+UNSHARE = ('unshare', '--mount', '--propagation', 'private', '--')
+MOUNTINFO = Path('/proc/self/mountinfo')
 
 
 @dataclass(frozen=True)
@@ -120,7 +127,7 @@ def build_argv(spec: RootfsSpec, target: Path, mirror: str,
 	"""The mmdebstrap command: the essential set plus the packages,
 	without documentation, with the guest's mount points made."""
 	mkdirs = ' '.join(f'"$1{d}"' for d in spec.dirs)
-	return [BUILDER, '--mode=root', '--variant=essential',
+	return [*UNSHARE, BUILDER, '--mode=root', '--variant=essential',
 		f'--architectures={spec.debian_arch}',
 		f'--include={",".join(spec.packages)}',
 		f'--keyring={keyring}',
@@ -176,6 +183,37 @@ def binfmt_ready(spec: RootfsSpec, ops: Ops, binfmt_dir: Path = BINFMT_DIR,
 _BUILT_HERE: set = set()
 
 
+def mounts_under(path: Path, mountinfo: Optional[Path] = None) -> list:
+	"""Mount points at or below @path (this mount namespace's)."""
+	top = os.path.realpath(path)
+	found = []
+	try:
+		lines = (mountinfo or MOUNTINFO).read_text().splitlines()
+	except OSError:
+		return found
+	for line in lines:
+		fields = line.split()
+		if len(fields) > 4:
+			mp = fields[4].replace('\\040', ' ')
+			if mp == top or mp.startswith(top + '/'):
+				found.append(mp)
+	return found
+
+
+def remove_tree(path: Path, ops: Ops) -> None:
+	"""Delete a (half-)built root, never through a mount point."""
+	if not path.exists() and not path.is_symlink():
+		return
+	mounted = mounts_under(path)
+	if mounted:
+		raise InfraError(f'{path} has file systems mounted under it '
+				 f'({", ".join(mounted[:4])}): a root build was '
+				 'stopped outside its own mount namespace',
+				 f'umount -R {mounted[0]} (each of them), then run '
+				 'again; nothing was deleted')
+	ops.run(['rm', '-rf', '--one-file-system', str(path)])
+
+
 def _stamp(root: Path) -> Path:
 	return root.with_name(root.name + '.json')
 
@@ -195,11 +233,7 @@ def load(root: Path) -> Optional[Rootfs]:
 		      fresh=root in _BUILT_HERE)
 
 
-def ensure(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
-	   sources: Optional[list] = None,
-	   cancel: Optional[threading.Event] = None) -> Rootfs:
-	"""The arch's root, from the cache or built now (minutes); a build
-	stops when @cancel is set."""
+def _where(arch: ArchParams, cache: Optional[Path]) -> Tuple[RootfsSpec, Path]:
 	suite = bases.codename()
 	if not suite:
 		raise InfraError('cannot tell this machine\'s Debian release '
@@ -207,9 +241,43 @@ def ensure(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
 				 'run on Debian, whose release names the suite '
 				 'of the guest\'s root')
 	spec = spec_for(arch, suite)
-	top = (cache or cache_dir()) / 'rootfs'
+	return spec, (cache or cache_dir()) / 'rootfs' / f'{spec.arch}-{spec.key}'
+
+
+def preflight(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
+	      conf_dir: Path = BINFMT_CONF) -> None:
+	"""What building the root needs, checked before anything slow (the
+	kernel's build) when the root is not in the cache yet: a missing
+	tool is an exit 2 at once, not after minutes."""
+	spec, root = _where(arch, cache)
+	if load(root):
+		return
+	ops.require(BUILDER, BUILDER_PACKAGES)
+	ops.require(UNSHARE[0], 'util-linux')
+	conf = conf_dir / f'qemu-{spec.arch}.conf'
+	if not (BINFMT_DIR / f'qemu-{spec.arch}').exists() and \
+	   not conf.exists():
+		raise InfraError(f'{conf} is missing: qemu-user-static is not '
+				 'installed',
+				 f'apt-get install {BUILDER_PACKAGES} (or run '
+				 './bootstrap, which installs them)')
+
+
+# Builds that failed in this process, by root: the guest step meets the
+# prefetch's failure again at once instead of building for minutes more.
+_FAILED: Dict[str, InfraError] = {}
+
+
+def ensure(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
+	   sources: Optional[list] = None,
+	   cancel: Optional[threading.Event] = None) -> Rootfs:
+	"""The arch's root, from the cache or built now (minutes); a build
+	stops when @cancel is set."""
+	spec, root = _where(arch, cache)
+	top = root.parent
 	top.mkdir(parents=True, exist_ok=True)
-	root = top / f'{spec.arch}-{spec.key}'
+	if str(root) in _FAILED:
+		raise _FAILED[str(root)]
 	# One build at a time per arch: a second run waits for the first.
 	with open(top / f'{spec.arch}.lock', 'w') as lock:
 		try:
@@ -237,8 +305,10 @@ def _build(spec: RootfsSpec, root: Path, top: Path, ops: Ops,
 		 f'(Debian {spec.suite}: {", ".join(spec.packages)}) into '
 		 f'{root}; several minutes, once per package list')
 	tmp = root.with_name(root.name + '.tmp')
-	if tmp.exists():
-		shutil.rmtree(tmp)
+	remove_tree(tmp, ops)
+	# A root without its stamp is one whose build was cut off between
+	# the two: it cannot be trusted, and would block the rename below.
+	remove_tree(root, ops)
 	log = root.with_name(root.name + '.log')
 	t0 = time.monotonic()
 	res = ops.stream(build_argv(spec, tmp, mirror, keyring), log,
@@ -246,26 +316,38 @@ def _build(spec: RootfsSpec, root: Path, top: Path, ops: Ops,
 	seconds = round(time.monotonic() - t0, 1)
 	if res.returncode != 0:
 		tail = '\n  '.join(res.output.splitlines()[-15:])
-		shutil.rmtree(tmp, ignore_errors=True)
-		raise InfraError(f'{BUILDER} failed building the {spec.arch} '
+		remove_tree(tmp, ops)
+		if res.stopped == 'cancelled':
+			raise InfraError('the root\'s build was stopped with the run')
+		err = InfraError(f'{BUILDER} failed building the {spec.arch} '
 				 f'root (status {res.returncode}):\n  {tail}',
 				 f'the whole log is {log}; the mirror in your apt '
 				 f'configuration must carry {spec.debian_arch}')
-	tmp.rename(root)
+		_FAILED[str(root)] = err
+		raise err
 	rfs = Rootfs(path=root, key=spec.key, packages=spec.packages,
 		     suite=spec.suite, debian_arch=spec.debian_arch,
-		     size_bytes=disk_usage(root),
+		     size_bytes=disk_usage(tmp),
 		     build_seconds=seconds,
 		     built=datetime.datetime.now().isoformat(timespec='seconds'),
 		     fresh=True)
 	d = rfs.as_dict()
 	del d['fresh']
+	# The stamp first, then the root in place: load() wants both, so a
+	# run cut off between them leaves a root it rebuilds, never one it
+	# takes without knowing what it is.
 	_stamp(root).write_text(json.dumps(d, indent=1) + '\n')
+	tmp.rename(root)
 	_BUILT_HERE.add(root)
-	# Roots of older package lists are of no more use: 400 MB each.
+	# Roots of older package lists are of no more use: 200 MB each.
 	for old in top.glob(f'{spec.arch}-*'):
-		if old.is_dir() and old != root:
-			shutil.rmtree(old, ignore_errors=True)
+		if old.is_dir() and old.name != root.name and \
+		   not old.name.endswith('.tmp'):
+			try:
+				remove_tree(old, ops)
+			except InfraError as e:
+				progress(f'rootfs: {old} kept: {e}')
+				continue
 			_stamp(old).unlink(missing_ok=True)
 			old.with_name(old.name + '.log').unlink(missing_ok=True)
 	progress(f'rootfs: built in {seconds:.0f} s, '
@@ -277,7 +359,8 @@ class Prefetch:
 	"""ensure() in a thread, started before the kernel build so that the
 	two overlap (a first run: minutes saved).  Whoever then needs the
 	root calls ensure() too and waits on the same lock; a failure here
-	is only said, the second ensure() meets it again and reports it.
+	is only said, the second ensure() raises it again (without building
+	again) and the run reports it.
 	stop() cancels a build still running (the run was stopped)."""
 
 	def __init__(self, arch: ArchParams, ops: Ops) -> None:
@@ -291,9 +374,9 @@ class Prefetch:
 			ensure(arch, ops, cancel=self.cancel)
 		except Exception as e:		# pylint: disable=broad-except
 			if not self.cancel.is_set():
+				first = (str(e).splitlines() or [repr(e)])[0]
 				progress(f'rootfs: the background build failed '
-					 f'({str(e).splitlines()[0]}); the guest '
-					 'step tries again')
+					 f'({first}); the guest step reports it')
 
 	def stop(self) -> None:
 		self.cancel.set()

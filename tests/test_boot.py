@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytools import arches, boot
-from pytools.errors import InfraError
+from pytools.errors import InfraError, UserError
 
 PVM_FAILURE = (134, "(qemu) qemu-system-x86_64: error: failed to set MSR 0x10a to "
 	       "0x69\nqemu-system-x86_64: ../../target/i386/kvm/kvm.c:3183: "
@@ -183,14 +183,28 @@ def test_a_kvm_guest_is_watched_even_without_a_watch(fake_ops, tmp_path):
 def test_boot_prints_the_command_that_reproduces_it(fake_ops, tmp_path,
 						     capsys):
 	req = boot.BootRequest(
-		arch=X86, image=tmp_path / 'bz Image', command='echo hi',
+		arch=X86, image=tmp_path / 'bzImage', command='echo hi',
 		accel=boot.AccelChoice(boot.Accel.TCG, 'test'),
 		rwdirs=(), log=tmp_path / 'log', timeout=10)
 	boot.boot(req, fake_ops())
 	err = capsys.readouterr().err
-	assert "the same by hand: /usr/bin/vng --run '" in err or \
-		"the same by hand: " in err and "'echo hi'" in err
-	assert f"'{tmp_path / 'bz Image'}'" in err
+	assert 'the same by hand: ' in err and "'echo hi'" in err
+	assert f"--run {tmp_path / 'bzImage'}" in err
+
+
+def test_a_path_vng_would_paste_unquoted_is_refused(fake_ops, tmp_path):
+	"""virtme-ng 1.42 builds a shell line of --run, --root, --rwdir...
+	without quoting: a space in a clone's or cache's path is a clear
+	exit 2, not a guest that boots something else."""
+	req = boot.BootRequest(
+		arch=X86, image=tmp_path / 'my kernels' / 'bzImage',
+		command='true', accel=boot.AccelChoice(boot.Accel.TCG, 'test'),
+		log=tmp_path / 'log', timeout=10)
+	ops = fake_ops()
+	with pytest.raises(UserError) as e:
+		boot.boot(req, ops)
+	assert 'my kernels' in str(e.value) and 'PERFCTR_CACHE' in e.value.hint
+	assert ops.calls == []
 
 
 @pytest.mark.skipif(not Path('/dev/kvm').exists() or

@@ -34,7 +34,8 @@ def test_build_argv(tmp_path):
 	spec = rootfs.spec_for(PPC, 'bookworm')
 	argv = rootfs.build_argv(spec, tmp_path / 'r', 'http://m/debian',
 				 '/k.gpg')
-	assert argv[0] == 'mmdebstrap'
+	# in a mount namespace of its own: a killed build's mounts go with it
+	assert tuple(argv[:5]) == rootfs.UNSHARE and argv[5] == 'mmdebstrap'
 	assert '--architectures=ppc64el' in argv
 	inc = next(a for a in argv if a.startswith('--include='))
 	assert set(inc.split('=', 1)[1].split(',')) >= {'python3',
@@ -100,6 +101,13 @@ def test_cached_root_is_not_rebuilt(tmp_path, fake_ops, monkeypatch):
 	assert r.as_dict()['size_mb'] == 5
 
 
+def _rm(argv):
+	import shutil
+	assert argv[:3] == ['rm', '-rf', '--one-file-system'], argv
+	shutil.rmtree(argv[3], ignore_errors=True)
+	return (0, '')
+
+
 def test_new_package_list_builds_and_drops_the_old_root(tmp_path, fake_ops,
 							 monkeypatch):
 	monkeypatch.setattr(rootfs.bases, 'codename', lambda: 'bookworm')
@@ -112,7 +120,7 @@ def test_new_package_list_builds_and_drops_the_old_root(tmp_path, fake_ops,
 		(tmp_path / 'rootfs' / target.rsplit('/', 1)[1] / 'usr').mkdir(
 			parents=True)
 		return (0, 'I: success')
-	ops = fake_ops(answers=[('mmdebstrap', mmdebstrap)])
+	ops = fake_ops(answers=[('mmdebstrap', mmdebstrap), ('rm -rf', _rm)])
 	r = rootfs.ensure(PPC, ops, cache=tmp_path, sources=SOURCES)
 	assert r.fresh and r.path.name.endswith(rootfs.spec_for(
 		PPC, 'bookworm').key)
@@ -174,3 +182,49 @@ def test_a_root_built_by_this_run_says_so_when_taken_again(
 	first = rootfs.ensure(PPC, ops, cache=tmp_path, sources=SOURCES)
 	again = rootfs.ensure(PPC, ops, cache=tmp_path, sources=SOURCES)
 	assert first.fresh and again.fresh and len(ops.calls) == 1
+
+
+def test_a_tree_with_mounts_under_it_is_never_deleted(tmp_path, fake_ops,
+						       monkeypatch):
+	"""A build killed outside its namespace leaves /proc, /dev/shm...
+	mounted in the half-built root: deleting it would empty the host's
+	/dev/shm.  It is refused, with how to unmount."""
+	tree = tmp_path / 'ppc64le-abc.tmp'
+	(tree / 'dev' / 'shm').mkdir(parents=True)
+	info = tmp_path / 'mountinfo'
+	info.write_text(f'36 25 0:32 / /proc rw - proc proc rw\n'
+			f'90 36 0:5 / {tree}/dev/shm rw - tmpfs tmpfs rw\n')
+	monkeypatch.setattr(rootfs, 'MOUNTINFO', info)
+	ops = fake_ops()
+	with pytest.raises(InfraError) as e:
+		rootfs.remove_tree(tree, ops)
+	assert f'{tree}/dev/shm' in str(e.value) and 'umount -R' in e.value.hint
+	assert ops.calls == [] and tree.exists()
+	info.write_text('36 25 0:32 / /proc rw - proc proc rw\n')
+	rootfs.remove_tree(tree, ops)
+	assert ops.calls == [['rm', '-rf', '--one-file-system', str(tree)]]
+
+
+def test_a_failed_build_is_not_built_again_by_the_guest_step(
+		tmp_path, fake_ops, monkeypatch):
+	"""The prefetch's failure is the guest step's at once: a mirror
+	without ppc64el does not cost two builds."""
+	monkeypatch.setattr(rootfs.bases, 'codename', lambda: 'bookworm')
+	monkeypatch.setattr(rootfs, 'binfmt_ready', lambda *a: 'ready')
+	ops = fake_ops(answers=[('mmdebstrap', (1, 'E: no ppc64el here'))])
+	for _ in range(2):
+		with pytest.raises(InfraError, match='no ppc64el here'):
+			rootfs.ensure(PPC, ops, cache=tmp_path, sources=SOURCES)
+	assert sum('mmdebstrap' in c for c in ops.calls) == 1
+
+
+def test_preflight_names_a_missing_tool_before_the_kernel_builds(
+		tmp_path, fake_ops, monkeypatch):
+	monkeypatch.setattr(rootfs.bases, 'codename', lambda: 'bookworm')
+	ops = fake_ops(which={'mmdebstrap': None})
+	with pytest.raises(InfraError) as e:
+		rootfs.preflight(PPC, ops, cache=tmp_path)
+	assert 'mmdebstrap' in str(e.value) + e.value.hint
+	# a cached root needs nothing
+	_cached(tmp_path, rootfs.spec_for(PPC, 'bookworm'))
+	rootfs.preflight(PPC, ops, cache=tmp_path)

@@ -30,6 +30,10 @@ def progs(tmp_path_factory):
 	the 9p share faults every page in over virtio, and perfex's known
 	loop should count the loop, not the share."""
 	src = Path(os.environ.get('PERFCTR_PROGS', ''))
+	failed = src / 'BUILD_FAILED'
+	assert not (src.name and failed.is_file()), \
+		f'the host could not build the checks\' C programs:\n' + \
+		failed.read_text()
 	assert src.name and (src / 'layout_probe').is_file(), \
 		f'PERFCTR_PROGS={src}: no layout_probe there; the host builds ' \
 		'the programs (pytools/progs.py) and the runner passes --progs'

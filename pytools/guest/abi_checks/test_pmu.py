@@ -117,20 +117,28 @@ def test_overflow_signal_suspends_and_iresume_restarts(pc, headers, pmu,
 	assert e.value.errno == errno.EINVAL
 
 
-def test_overflow_siginfo_names_the_slot(pc, headers, pmu, counted):
+def test_overflow_siginfo_names_the_slot(pc, headers, pmu):
 	"""The signal as the kernel queues it: SI_KERNEL, no sender pid,
 	the overflowed slots' mask in si_value (what Python's own
-	signal.sigtimedwait() does not show: read through ctypes)."""
+	signal.sigtimedwait() does not show: read through ctypes).  The
+	counters are unlinked and any signal still pending taken before the
+	signal is unblocked: SIGUSR2 has no handler, and a late one would
+	kill pytest."""
 	signo = signal.SIGUSR2
 	old = signal.pthread_sigmask(signal.SIG_BLOCK, {signo})
+	fd = pc.open(0, 0x1)	# VPERFCTR_OPEN_CREAT
 	try:
-		pc.control(counted, abi.instructions_control(
+		pc.control(fd, abi.instructions_control(
 			pmu, headers, period=PERIOD, signo=signo))
 		work(ITERS)
 		if signo not in signal.sigpending():
-			pc.read(counted)	# a late signal comes here
+			pc.read(fd)	# a late signal comes here
 		si = abi.wait_signal(signo, 5.0)
 	finally:
+		pc.unlink(fd)
+		os.close(fd)
+		while abi.wait_signal(signo, 0) is not None:
+			pass
 		signal.pthread_sigmask(signal.SIG_SETMASK, old)
 	assert si is not None, 'no overflow signal within 5 s'
 	assert (si.si_signo, si.si_code, si.si_pid) == \
