@@ -417,7 +417,15 @@ def version_at(rev: str, patches: Path, name: str, commit_series,
 	"""The Version a commit of this repository holds (for --previous):
 	commit_series(patches_dir) gives the tip of that series applied."""
 	rel = patches.resolve().relative_to(paths.REPO)
-	commit = _git(ops, 'rev-parse', '--verify', '-q', f'{rev}^{{commit}}')
+	res = ops.run(['git', '-C', str(paths.REPO), 'rev-parse', '--verify',
+		       '-q', f'{rev}^{{commit}}'], check=False)
+	if res.returncode:
+		raise UserError(f'--previous {rev}: no such commit in this '
+				'repository',
+				'give the commit (or a tag) that published the '
+				'previous snapshot: git log -- '
+				'docs/snapshot/published.json')
+	commit = res.output.strip()
 	tree = _git(ops, 'rev-parse', f'{commit}:{rel}')
 	with tempfile.TemporaryDirectory() as tmp:
 		if not extract_tree(tree, Path(tmp), ops):
