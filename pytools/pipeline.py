@@ -218,6 +218,10 @@ class GuestPlan:
 		"""A path under the build directory, as the guest sees it."""
 		return str(Path(self.build) / host.relative_to(self.build_dir))
 
+	def in_repo(self, host: Path) -> str:
+		"""A path in this repository, as the guest sees it."""
+		return str(Path(self.repo) / host.relative_to(paths.REPO))
+
 
 def plan_guest(opts: Options, arch: arches.ArchParams, build_dir: Path,
 	       guest_out: Path, run: results.RunResult,
@@ -320,7 +324,7 @@ def guest_command(plan: GuestPlan, opts: Options, kselftests: Optional[Path],
 	return (f'cd {q(plan.repo)} && {q(plan.python)} -m '
 		f'{paths.GUEST_MODULE} --out {q(plan.out)}' +
 		(f' --kselftests {q(plan.path(kselftests))}'
-		 f' --pytest {q(plan.repo + "/" + str(paths.ABI_CHECKS.relative_to(paths.REPO)))}'
+		 f' --pytest {q(plan.in_repo(paths.ABI_CHECKS))}'
 		 f' --headers {q(plan.path(plan.build_dir / "usr" / "include"))}'
 		 f' --progs {q(plan.path(built))}'
 		 if opts.userspace and kselftests and built else '') +
