@@ -178,7 +178,10 @@ def main(argv=None) -> int:
 	if args.pytest:
 		env = {**test_env, 'PERFCTR_HEADERS': str(args.headers or ''),
 		       'PERFCTR_PROGS': str(args.progs or ''),
-		       'PYTHONDONTWRITEBYTECODE': '1'}
+		       'PYTHONDONTWRITEBYTECODE': '1',
+		       # each result as it comes, to the log and the console
+		       # (a pipe would hold them until pytest ends)
+		       'PYTHONUNBUFFERED': '1'}
 		summary['families']['pytest'] = _run(
 			[sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider',
 			 '-v', '-rsP', f'--junitxml={out / "pytest.xml"}',
