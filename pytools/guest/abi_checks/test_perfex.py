@@ -97,15 +97,20 @@ def _instructions(loop, n, reps=5):
 # (KASAN, lockdep), and N = 10^7 drowned in that (measured 2026-12-01:
 # 6.5 x 10^6 for 10^7).  Bounded so that the check stays seconds long.
 SPREAD_FACTOR = 50
+# What the timer interrupts counted in the loop may add, at most.
+INTERRUPTS_PERCENT = 5
 LOOP_N_MAX = 1_000_000_000
 
 
 def test_counts_the_instructions_of_a_known_loop(pc, headers, loop_program):
-	"""perfex -e instructions on a loop of 0, N and 2N iterations: N
-	iterations more are N x the loop's instructions an iteration more,
-	each way, within 2% (the least of five runs of each).  N grows with
-	the noise of an empty run, so that 2% of it is well above that
-	noise."""
+	"""perfex -e instructions on a loop of 0, N and 2N iterations (the
+	least of five runs of each): each N iterations more count the same
+	(within 1% of N), and at least N x the loop's instructions an
+	iteration (within vperfctr_pmc_test.c's 2%).  QEMU counts kernel
+	mode too, so the timer interrupts that land in the loop add to it, in
+	proportion to its length: 0.1-0.4% here, 2.6% on the debug kernel
+	(its tick under KASAN and lockdep); more than 5% is a failure.  N
+	grows with the noise of an empty run."""
 	if abi.instructions_event(pc.info(), headers) is None:
 		i = pc.info()
 		pytest.skip(f'no hardware counters in this machine (cpu_type '
@@ -119,14 +124,16 @@ def test_counts_the_instructions_of_a_known_loop(pc, headers, loop_program):
 		runs[k] = _instructions(loop, k)
 	zero, one, two = (min(runs[k]) for k in (0, n, 2 * n))
 	want = per * n
-	print(f'0, {n}, {2 * n} iterations (empty runs spread {spread}): '
-	      f'{zero}, {one}, {two} instructions; differences {one - zero}, '
-	      f'{two - one}; expected {want}; every run: {runs}')
-	for got in (one - zero, two - one):
-		assert abs(got - want) * 100 < want * PERCENT, \
-			f'{zero}, {one}, {two} instructions for 0, N, 2N ' \
-			f'iterations of {per}: {got} for N={n} (empty runs ' \
-			f'spread {spread}); every run: {runs}'
+	first, second = one - zero, two - one
+	what = (f'{zero}, {one}, {two} instructions for 0, N, 2N iterations of '
+		f'{per} (N={n}, empty runs spread {spread}): differences {first}, '
+		f'{second}, expected {want}; every run: {runs}')
+	print(what)
+	assert abs(first - second) * 100 < want, f'not linear: {what}'
+	for got in (first, second):
+		assert got * 100 > want * (100 - PERCENT), f'undercounted: {what}'
+		assert got * 100 < want * (100 + INTERRUPTS_PERCENT), \
+			f'overcounted: {what}'
 
 
 def test_prints_instruction_counts(pc, headers, loop_program):
