@@ -124,7 +124,8 @@ def _run(argv, out: Path, timeout: int, env=None, family: str = 'run',
 
 
 def local_copy(src: Path) -> Path:
-	"""The kselftest programs copied into the guest's memory (/tmp is
+	"""Test programs (the kselftests; the checks' C programs, conftest.py)
+	copied into the guest's memory (/tmp is
 	a tmpfs under virtme-ng).  Run from the 9p share, every fork's
 	child faults the program's pages in again over virtio, and the
 	inheritance chain forks 10^5 times: measured on ppc64le, 20,000

@@ -4,12 +4,12 @@
 import ctypes
 import mmap
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from pytools.guest import abi
+from pytools.guest.runner import local_copy
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -24,7 +24,7 @@ def headers():
 
 
 @pytest.fixture(scope='session')
-def progs(tmp_path_factory):
+def progs():
 	"""The checks' C programs, built static by the host for this arch
 	(pytools/progs.py), copied into the guest's memory: an exec from
 	the 9p share faults every page in over virtio, and perfex's known
@@ -37,11 +37,7 @@ def progs(tmp_path_factory):
 	assert src.name and (src / 'layout_probe').is_file(), \
 		f'PERFCTR_PROGS={src}: no layout_probe there; the host builds ' \
 		'the programs (pytools/progs.py) and the runner passes --progs'
-	dst = tmp_path_factory.mktemp('progs')
-	for prog in src.iterdir():
-		if os.access(prog, os.X_OK):
-			shutil.copy2(prog, dst / prog.name)
-	return dst
+	return local_copy(src)
 
 
 @pytest.fixture(scope='session')
