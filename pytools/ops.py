@@ -9,6 +9,7 @@ becomes the tools' own error here, at the edge, with the log path in it.
 
 import codecs
 import contextlib
+import json
 import os
 import select
 import shutil
@@ -20,8 +21,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Union
 
+from . import paths
 from .errors import GitError, InfraError
 
 
@@ -61,25 +63,35 @@ class Ops:
 		start = time.monotonic()
 		full_env = dict(os.environ, **(env or {}))
 		try:
-			proc = subprocess.run(list(argv), cwd=cwd, env=full_env,
-					      stdout=subprocess.PIPE,
-					      stderr=subprocess.STDOUT,
-					      text=True, errors='replace',
-					      timeout=timeout)
+			proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env,
+						stdin=subprocess.DEVNULL,
+						stdout=subprocess.PIPE,
+						stderr=subprocess.STDOUT,
+						text=True, errors='replace',
+						start_new_session=True)
 		except FileNotFoundError as e:
 			raise InfraError(f'cannot run {argv[0]}: {e.strerror}',
 					 'run ./bootstrap to install the tools') from e
-		except subprocess.TimeoutExpired as e:
-			out = e.output or ''
-			if isinstance(out, bytes):
-				out = out.decode(errors='replace')
-			return Completed(tuple(argv), -1, out,
+		CHILDREN.started(proc, argv)
+		try:
+			out, _ = proc.communicate(timeout=timeout)
+		except subprocess.TimeoutExpired:
+			_kill_group(proc)
+			out, _ = proc.communicate()
+			return Completed(tuple(argv), -1, out or '',
 					 time.monotonic() - start, True,
 					 f'did not finish within {timeout:.0f} s')
-		res = Completed(tuple(argv), proc.returncode, proc.stdout,
+		except BaseException:
+			_kill_group(proc)
+			raise
+		finally:
+			CHILDREN.ended(proc)
+		res = Completed(tuple(argv), proc.returncode, out,
 				time.monotonic() - start)
 		if check and proc.returncode != 0:
-			tail = '\n'.join(proc.stdout.splitlines()[-20:])
+			tail = '\n'.join(out.splitlines()[-20:])
+			if NO_SPACE in out:
+				raise no_space(argv, tail)
 			raise InfraError(f'{" ".join(argv)} failed with status '
 					 f'{proc.returncode}:\n{tail}')
 		return res
@@ -169,6 +181,7 @@ class Ops:
 				raise InfraError(
 					f'cannot run {argv[0]}: {e.strerror}',
 					'run ./bootstrap to install the tools') from e
+			CHILDREN.started(proc, argv)
 			deadline = None if timeout is None else start + timeout
 			last_out = start
 			next_quiet = quiet_every
@@ -231,14 +244,214 @@ class Ops:
 				# next run in the same tree.
 				_kill_group(proc)
 				proc.wait()
+				CHILDREN.ended(proc)
 				raise
 			if buf:
 				f.write(buf + '\n')
 				lines.append(buf)
 			proc.wait()
+			CHILDREN.ended(proc)
 		return Completed(tuple(argv), proc.returncode, '\n'.join(lines),
 				 time.monotonic() - start, timed_out, stopped,
 				 silent)
+
+
+NO_SPACE = 'No space left on device'
+
+
+def no_space(argv: Sequence[str], tail: str) -> InfraError:
+	"""A command that failed because its disk is full, said once with
+	the fix (not twenty lines of tar)."""
+	where = next((l for l in tail.splitlines() if NO_SPACE in l), '')
+	return InfraError(
+		f'{Path(argv[0]).name} ran out of disk space '
+		f'({where.strip()[:200]})',
+		'free some space, or point PERFCTR_CACHE (and PERFCTR_RESULTS) '
+		'at a bigger disk, and run the same command again: what is '
+		'half-written is redone')
+
+
+# The watchdog: one process per tool process, in a session of its own,
+# reading a pipe whose only write end this process holds.  The tool tells
+# it each child process group it starts ("+PGID") and each one it has
+# reaped ("-PGID").  When this process dies, however it dies (kill -9 and
+# the OOM killer included), the pipe reads end-of-file and the watchdog
+# ends every group still on its list: SIGTERM, then SIGKILL 5 s later.
+# PR_SET_PDEATHSIG would only reach a direct child (vng, not the QEMU it
+# starts) and needs a preexec_fn, unsafe next to the rootfs prefetch
+# thread; a process group reaches QEMU as well.
+_WATCHDOG = r"""
+import os, signal, sys, time
+groups = set()
+buf = b''
+while True:
+	try:
+		chunk = os.read(0, 4096)
+	except OSError:
+		chunk = b''
+	if not chunk:
+		break
+	buf += chunk
+	*lines, buf = buf.split(b'\n')
+	for l in lines:
+		if l[:1] == b'+':
+			groups.add(int(l[1:]))
+		elif l[:1] == b'-':
+			groups.discard(int(l[1:]))
+def alive(g):
+	try:
+		os.killpg(g, 0)
+		return True
+	except OSError:
+		return False
+for sig in (signal.SIGTERM, signal.SIGKILL):
+	for g in list(groups):
+		try:
+			os.killpg(g, sig)
+		except OSError:
+			groups.discard(g)
+	for _ in range(50):
+		groups = {g for g in groups if alive(g)}
+		if not groups:
+			sys.exit(0)
+		time.sleep(0.1)
+"""
+
+
+def _start_time(pid: int) -> Optional[str]:
+	"""The start time of process @pid (clock ticks since boot, the
+	22nd field of /proc/PID/stat): with the pid, it names one process
+	for good, where a pid alone may be reused."""
+	try:
+		stat = Path(f'/proc/{pid}/stat').read_text()
+	except OSError:
+		return None
+	return stat.rsplit(')', 1)[1].split()[19]
+
+
+class Children:
+	"""The process groups this tool process has started and not yet
+	reaped: given to the watchdog (they end when this process ends),
+	and written to the cache's runs/PID.json, so that a later run can
+	end what an earlier one left if even the watchdog was killed."""
+
+	def __init__(self) -> None:
+		self._lock = threading.Lock()
+		self._pipe: Optional[int] = None
+		self._pid = 0
+		self._live: dict = {}
+
+	def _tell(self, line: str) -> None:
+		if self._pid != os.getpid():	# first child, or a fork's
+			self._pipe, self._pid, self._live = None, os.getpid(), {}
+			r, w = os.pipe()
+			try:
+				subprocess.Popen([sys.executable, '-c', _WATCHDOG],
+						 stdin=r, stdout=subprocess.DEVNULL,
+						 stderr=subprocess.DEVNULL,
+						 start_new_session=True)
+			except OSError:
+				os.close(w)
+				return
+			finally:
+				os.close(r)
+			self._pipe = w
+		if self._pipe is not None:
+			try:
+				os.write(self._pipe, line.encode() + b'\n')
+			except OSError:
+				pass
+
+	def started(self, proc: subprocess.Popen, argv: Sequence[str]) -> None:
+		with self._lock:
+			self._tell(f'+{proc.pid}')
+			self._live[proc.pid] = {'pgid': proc.pid,
+						'start': _start_time(proc.pid),
+						'argv': ' '.join(argv)[:300]}
+			self._record()
+
+	def ended(self, proc: subprocess.Popen) -> None:
+		with self._lock:
+			self._tell(f'-{proc.pid}')
+			self._live.pop(proc.pid, None)
+			self._record()
+
+	def record_file(self) -> Path:
+		return runs_dir() / f'{os.getpid()}.json'
+
+	def _record(self) -> None:
+		"""runs/PID.json: this run (pid, start time, checkout) and its
+		live groups; removed when none is left.  Best effort: a cache
+		that cannot be written must not stop the command itself."""
+		path = self.record_file()
+		try:
+			if not self._live:
+				path.unlink(missing_ok=True)
+				return
+			path.parent.mkdir(parents=True, exist_ok=True)
+			tmp = path.with_name(path.name + '.tmp')
+			tmp.write_text(json.dumps({
+				'pid': os.getpid(), 'start': _start_time(os.getpid()),
+				'checkout': str(paths.REPO),
+				'groups': list(self._live.values())}))
+			os.replace(tmp, path)
+		except OSError:
+			pass
+
+
+CHILDREN = Children()
+
+
+def runs_dir() -> Path:
+	return paths.cache_dir() / 'runs'
+
+
+@dataclass(frozen=True)
+class Leftover:
+	"""A process group an earlier run started and did not end."""
+	pgid: int
+	argv: str
+	run_pid: int
+	checkout: str
+
+
+def reap_leftovers(runs: Optional[Path] = None) -> List[Leftover]:
+	"""End the process groups earlier runs of this cache left running
+	(a run killed with its watchdog: kill -9 of the whole session); the
+	groups ended.  A record of a run still alive is left alone; a group
+	whose leader's pid now names another process is not touched."""
+	runs = runs or runs_dir()
+	ended = []
+	try:
+		records = sorted(runs.glob('*.json'))
+	except OSError:
+		return ended
+	for rec in records:
+		try:
+			data = json.loads(rec.read_text())
+		except (OSError, ValueError):
+			continue
+		pid = data.get('pid', 0)
+		if pid == os.getpid() or (_start_time(pid) is not None and
+					  _start_time(pid) == data.get('start')):
+			continue		# that run is still going
+		for g in data.get('groups', []):
+			pgid = g['pgid']
+			# A pid is not reused while a group of that id has a
+			# member: a leader alive but started at another time
+			# means the group is gone; a leader gone may have left
+			# members (vng's QEMU), which killpg still reaches.
+			now = _start_time(pgid)
+			if now is not None and now != g.get('start'):
+				continue
+			try:
+				os.killpg(pgid, signal.SIGKILL)
+			except OSError:
+				continue
+			ended.append(Leftover(pgid, g.get('argv', ''), pid,
+					      data.get('checkout', '')))
+		rec.unlink(missing_ok=True)
+	return ended
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -22,6 +22,7 @@ from . import arches, bases, boot, collect, configs, initramfs, kernel, paths, \
 	progs, qemu, results, rootfs, watch
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
 	InfraError, PerfctrError, UserError
+from . import ops as ops_mod
 from .ops import Ops, progress
 from .series import Series
 
@@ -512,6 +513,15 @@ def error_log(exc: BaseException) -> Path:
 	return path
 
 
+def reap_leftovers() -> None:
+	"""End what an earlier run of this cache left running (a guest of a
+	run killed with its watchdog) and say so."""
+	for left in ops_mod.reap_leftovers():
+		progress(f'ended process group {left.pgid} ({left.argv[:120]}) '
+			 f'left running by an earlier run (PID {left.run_pid} in '
+			 f'{left.checkout}) that was killed')
+
+
 def guarded(fn, *args, **kw) -> int:
 	"""Run a stage; turn anything that is not a test result into a
 	message and exit 2.
@@ -526,6 +536,7 @@ def guarded(fn, *args, **kw) -> int:
 	if threading.current_thread() is threading.main_thread():
 		old = signal.signal(signal.SIGTERM, _on_sigterm)
 	try:
+		reap_leftovers()
 		rc = fn(*args, **kw)
 		return EXIT_OK if rc is None else rc
 	except PerfctrError as e:
