@@ -4,6 +4,7 @@
 tasks.py only parses options and calls these; each stage also runs alone.
 """
 
+import contextlib
 import datetime
 import errno
 import os
@@ -189,14 +190,34 @@ def build_only(opts: Options, ops: Ops) -> None:
 
 
 def run_dir(opts: Options, tree: bases.BaseTree, suffix: str = '') -> Path:
+	"""A results directory of this run's own: two runs in the same
+	second (one PERFCTR_RESULTS shared) get -2, -3... rather than one
+	directory.  results/latest moves to it only once its results file
+	is written (point_latest)."""
 	stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-	d = paths.results_dir() / f'{stamp}-{opts.arch}-{tree.name}{suffix}'
-	d.mkdir(parents=True, exist_ok=True)
-	latest = paths.results_dir() / 'latest'
-	if latest.is_symlink() or latest.exists():
-		latest.unlink()
-	latest.symlink_to(d.name)
-	return d
+	top = paths.results_dir()
+	top.mkdir(parents=True, exist_ok=True)
+	name = f'{stamp}-{opts.arch}-{tree.name}{suffix}'
+	for n in range(1, 1000):
+		d = top / (name if n == 1 else f'{name}-{n}')
+		try:
+			d.mkdir()
+			return d
+		except FileExistsError:
+			continue
+	raise UserError(f'{top} has 999 runs named {name}*',
+			'clear out old runs from PERFCTR_RESULTS')
+
+
+def point_latest(d: Path) -> None:
+	"""results/latest -> @d, replaced in one step (a symlink under a
+	name of this process's own, renamed over latest): a reader never
+	sees it missing, and two runs never collide on it."""
+	latest = d.parent / 'latest'
+	tmp = d.parent / f'.latest-{os.getpid()}-{threading.get_ident()}'
+	tmp.unlink(missing_ok=True)
+	tmp.symlink_to(d.name)
+	os.replace(tmp, latest)
 
 
 @dataclass(frozen=True)
@@ -488,8 +509,24 @@ def test_and_report(opts: Options, tree: bases.BaseTree,
 		command=' '.join(shlex.quote(a) for a in argv),
 		logs={'build': str(build.log)},
 		started=datetime.datetime.now().isoformat(timespec='seconds'))
-	test(opts, tree, build, req, run, outdir, ops)
-	return run, results.write(run, outdir)
+	try:
+		test(opts, tree, build, req, run, outdir, ops)
+	except BaseException as e:
+		# Killed (^C, SIGTERM) or failed: the directory says so, and
+		# results/latest stays on the last run that has results.
+		with contextlib.suppress(OSError):
+			(outdir / INCOMPLETE).write_text(
+				f'stopped before its results were written: '
+				f'{type(e).__name__}: {e}\n')
+		raise
+	path = results.write(run, outdir)
+	point_latest(outdir)
+	return run, path
+
+
+# In a results directory whose run stopped before its results.json (a
+# run killed with -9 leaves neither: its directory has no results.json).
+INCOMPLETE = 'INCOMPLETE' 
 
 
 class Terminated(KeyboardInterrupt):

@@ -248,3 +248,32 @@ def test_bisect_boots_the_fast_way_and_check_the_full_way():
 	assert ppc.boot_for(fast=False) == 'vng' and ppc.own_root
 	assert ppc.boot_for(fast=True) == 'initramfs'
 	assert X86.boot_for(fast=True) == 'vng'
+
+
+def test_two_runs_in_one_second_get_two_directories(tmp_path, monkeypatch):
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
+	tree = BaseTree(name='lts', path=tmp_path, ref='b', commit='0' * 40,
+			version='6.12', origin='o', patches='patches')
+	opts = pipeline.Options()
+	a = pipeline.run_dir(opts, tree)
+	b = pipeline.run_dir(opts, tree)
+	assert a != b and a.is_dir() and b.is_dir()
+	assert not (tmp_path / 'latest').exists()
+
+
+def test_latest_moves_only_to_a_run_with_results(tmp_path, monkeypatch,
+						 guest_run, fake_ops):
+	top = tmp_path / 'results'
+	first, path = guest_run(fake_ops())
+	assert (top / 'latest').resolve() == path.parent.resolve()
+
+	class Killed(fake_ops):
+		def stream(self, argv, log, **kw):
+			raise pipeline.Terminated()
+	with pytest.raises(pipeline.Terminated):
+		guest_run(Killed())
+	assert (top / 'latest').resolve() == path.parent.resolve()
+	stopped = [d for d in top.iterdir()
+		   if (d / pipeline.INCOMPLETE).exists()]
+	assert len(stopped) == 1 and not (stopped[0] / 'results.json').exists()
+	assert not [p for p in top.iterdir() if p.name.startswith('.latest')]
