@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from . import paths
+from . import locks, paths
 from .errors import InfraError, UserError
 from .ops import Ops, progress
 
@@ -172,7 +172,15 @@ class PackageFetcher:
 			'-o', f'Dir::Cache={r}/cache',
 			'-o', 'APT::Sandbox::User=root', *arch, '-q']
 
+	def _lock(self):
+		return locks.hold(locks.lock_file('apt-' + locks.slug(self.root)),
+				  f'apt in {self.root}')
+
 	def update(self, suites: List[str], force: bool = False) -> None:
+		with self._lock():
+			self._update(suites, force)
+
+	def _update(self, suites: List[str], force: bool = False) -> None:
 		texts = self.sources if self.sources is not None \
 			else _read_system_sources()
 		uri, keyring = debian_mirror(texts)
@@ -230,6 +238,10 @@ class PackageFetcher:
 		return max(found, key=key)
 
 	def download(self, package: str, version: str) -> Path:
+		with self._lock():
+			return self._download(package, version)
+
+	def _download(self, package: str, version: str) -> Path:
 		debs = self.root.parent / 'debs'
 		debs.mkdir(parents=True, exist_ok=True)
 		have = list(debs.glob(f'{package}_{_deb_version(version)}_*.deb'))
@@ -283,6 +295,19 @@ def import_tree(ops: Ops, deb: Path, package: str, version: str,
 	if tmp.exists():
 		shutil.rmtree(tmp)
 	tmp.mkdir(parents=True)
+	try:
+		_unpack_and_commit(ops, deb, package, version, tmp, tag)
+	except BaseException:
+		# Made by this run, half done: gone with it (a run killed with
+		# -9 leaves it to the next, which removes it above).
+		shutil.rmtree(tmp, ignore_errors=True)
+		raise
+	tmp.rename(dest)
+	return tag
+
+
+def _unpack_and_commit(ops: Ops, deb: Path, package: str, version: str,
+		       tmp: Path, tag: str) -> None:
 	progress(f'unpacking {deb.name} (about 30 s)')
 	tarball = f'./usr/src/{package}.tar.xz'
 	ops.run(['sh', '-c', f'dpkg-deb --fsys-tarfile "{deb}" | '
@@ -304,8 +329,6 @@ def import_tree(ops: Ops, deb: Path, package: str, version: str,
 		 "the packaging block Debian appends to the top .gitignore.\n"],
 		env=IMPORT_IDENT, timeout=1800)
 	ops.run([*git, 'tag', tag])
-	tmp.rename(dest)
-	return tag
 
 
 def resolve(name: Optional[str] = None, tree: Optional[str] = None,
@@ -323,6 +346,13 @@ def resolve(name: Optional[str] = None, tree: Optional[str] = None,
 		raise UserError(f'unknown base {name!r}',
 				f'use one of: {", ".join(specs)} (bases.toml), '
 				'or --tree PATH --ref REF')
+	with locks.hold(locks.lock_file(f'base-{name}'),
+			f'the {name} base tree\'s import'):
+		return _packaged(ops, name, specs, offline)
+
+
+def _packaged(ops: Ops, name: str, specs: Dict[str, BaseSpec],
+	      offline: bool) -> BaseTree:
 	spec = specs[name]
 	dest = paths.cache_dir() / 'trees' / name
 	if offline or _recent(dest):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from . import kconfig, paths
+from . import kconfig, locks, paths
 from .arches import ArchParams
 from .bases import BaseTree
 from .errors import InfraError, UserError
@@ -162,8 +162,18 @@ def make_error(target: str, output: str, build_dir: Path,
 			 f'the full log is {log}')
 
 
+def lock(req: BuildRequest) -> None:
+	"""Hold the tree (make reads it) and the build directory (make
+	writes it) until the run ends or lets them go; in that order."""
+	locks.take(locks.tree_lock(req.tree.path),
+		   f'the {req.tree.name} tree ({req.tree.path})')
+	locks.take(locks.build_lock(req.build_dir),
+		   f'the {req.arch.name} build ({req.build_dir})')
+
+
 def build(req: BuildRequest, ops: Optional[Ops] = None) -> BuildResult:
 	ops = ops or Ops()
+	lock(req)
 	configured, config_s = configure(req, ops)
 	log = req.build_dir / 'build.log'
 	log.write_text('')
@@ -220,6 +230,8 @@ def build_selftests(req: BuildRequest, ops: Optional[Ops] = None) -> Path:
 	test; the uapi headers from its headers_install in the build dir.
 	"""
 	ops = ops or Ops()
+	locks.take(locks.build_lock(req.build_dir),
+		   f'the {req.arch.name} build ({req.build_dir})')
 	src = paths.SELFTESTS / 'perfctr'
 	out = req.build_dir / 'kselftest' / 'perfctr'
 	out.mkdir(parents=True, exist_ok=True)

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import arches, bases, collect, configs, initramfs, kernel, paths, \
-	pipeline, qemu, results
+from . import arches, bases, collect, configs, initramfs, kernel, locks, \
+	paths, pipeline, qemu, results
 from .errors import InfraError, UserError
 from .matrix import Board, Cell
 from .ops import Ops, progress
@@ -145,13 +145,15 @@ def busybox(arch_name: str, ops: Ops) -> Path:
 				 'check the mirror in the apt configuration')
 	dest = root / re.sub(r'[^A-Za-z0-9.+~-]', '_', version)
 	binary = dest / 'bin' / 'busybox'
-	if not binary.exists():
-		deb = fetcher.download(BUSYBOX, version)
-		tmp = dest.with_name(dest.name + '.tmp')
-		shutil.rmtree(tmp, ignore_errors=True)
-		tmp.mkdir(parents=True)
-		ops.run(['dpkg-deb', '-x', str(deb), str(tmp)])
-		tmp.rename(dest)
+	with locks.hold(locks.lock_file('busybox-' + locks.slug(dest)),
+			f'unpacking busybox into {dest}'):
+		if not binary.exists():
+			deb = fetcher.download(BUSYBOX, version)
+			tmp = dest.with_name(dest.name + '.tmp')
+			shutil.rmtree(tmp, ignore_errors=True)
+			tmp.mkdir(parents=True)
+			ops.run(['dpkg-deb', '-x', str(deb), str(tmp)])
+			tmp.rename(dest)
 	return binary
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import arches, bases, boot, collect, configs, initramfs, kernel, paths, \
-	progs, qemu, results, rootfs, watch
+from . import arches, bases, boot, collect, configs, initramfs, kernel, \
+	locks, paths, progs, qemu, results, rootfs, watch
 from .errors import EXIT_CANNOT_RUN, EXIT_OK, EXIT_TEST_FAILED, \
 	InfraError, PerfctrError, UserError
 from . import ops as ops_mod
@@ -132,7 +132,15 @@ def resolve_base(opts: Options, ops: Ops) -> bases.BaseTree:
 
 
 def series_for(tree: bases.BaseTree) -> Series:
+	"""The series on @tree, whose work tree this run now holds (the
+	tree's lock, until the run ends or lets it go)."""
+	lock_tree(tree)
 	return Series(tree, paths.REPO / tree.patches)
+
+
+def lock_tree(tree: bases.BaseTree) -> None:
+	locks.take(locks.tree_lock(tree.path),
+		   f'the {tree.name} tree ({tree.path})')
 
 
 def build_request(opts: Options, tree: bases.BaseTree) -> kernel.BuildRequest:
@@ -461,6 +469,7 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 		progress(f'apply: {len(applied.patches)} patches, '
 			 f'{"applied" if applied.changed else "already applied"}')
 	else:
+		lock_tree(tree)
 		tip = ops.run(['git', '-C', str(tree.path), 'describe', '--always',
 			       '--dirty']).output.strip()
 		progress(f'apply: skipped (--no-apply), testing the tree as it is '
@@ -479,6 +488,10 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 		build = kernel.build(req, ops)
 		stages['build'] = round(time.monotonic() - t, 1)
 		progress(f'build: {build.release} in {build.build_seconds:.0f} s')
+		# The tree is built: another run may apply its series now.
+		# The build directory stays this run's until it ends (the
+		# guest reads the kernel, kselftests and programs in it).
+		locks.release(locks.tree_lock(tree.path))
 
 		run, path = test_and_report(opts, tree, build, req, tip, stages,
 					    argv, ops)

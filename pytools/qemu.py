@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from . import bases
+from . import bases, locks
 from .arches import ArchParams
 from .errors import InfraError
 from .ops import Ops, progress
@@ -76,16 +76,19 @@ def fetch_backport(arch: ArchParams, suite: str, ops: Ops,
 				 f'newer as {arch.qemu_binary}')
 	dest = root / re.sub(r'[^A-Za-z0-9.+~-]', '_', version)
 	binary = dest / 'usr' / 'bin' / arch.qemu_binary
-	if not binary.exists():
-		progress(f'qemu: unpacking {arch.qemu_package} {version} from '
-			 f'Debian {suite} into {dest}')
-		tmp = dest.with_name(dest.name + '.tmp')
-		ops.run(['rm', '-rf', str(tmp)])
-		tmp.mkdir(parents=True)
-		for pkg in (arch.qemu_package, DATA_PACKAGE):
-			deb = fetcher.download(pkg, version)
-			ops.run(['dpkg', '-x', str(deb), str(tmp)])
-		tmp.rename(dest)
+	# One unpack at a time; a second run waits, then finds it done.
+	with locks.hold(locks.lock_file('qemu-' + locks.slug(dest)),
+			f'unpacking QEMU into {dest}'):
+		if not binary.exists():
+			progress(f'qemu: unpacking {arch.qemu_package} {version} '
+				 f'from Debian {suite} into {dest}')
+			tmp = dest.with_name(dest.name + '.tmp')
+			ops.run(['rm', '-rf', str(tmp)])
+			tmp.mkdir(parents=True)
+			for pkg in (arch.qemu_package, DATA_PACKAGE):
+				deb = fetcher.download(pkg, version)
+				ops.run(['dpkg', '-x', str(deb), str(tmp)])
+			tmp.rename(dest)
 	missing = [line.split()[0] for line in
 		   ops.run(['ldd', str(binary)], check=False).output.splitlines()
 		   if 'not found' in line]

@@ -17,7 +17,6 @@ root is shared read-only, so they must exist in it beforehand.
 """
 
 import datetime
-import fcntl
 import hashlib
 import json
 import os
@@ -27,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from . import bases
+from . import bases, locks
 from .arches import ArchParams
 from .errors import InfraError
 from .ops import Ops, progress
@@ -279,14 +278,9 @@ def ensure(arch: ArchParams, ops: Ops, cache: Optional[Path] = None,
 	if str(root) in _FAILED:
 		raise _FAILED[str(root)]
 	# One build at a time per arch: a second run waits for the first.
-	with open(top / f'{spec.arch}.lock', 'w') as lock:
-		try:
-			fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-		except BlockingIOError:
-			progress(f'rootfs: waiting for the {spec.arch} root being '
-				 f'built now (log '
-				 f'{root.with_name(root.name + ".log")})')
-			fcntl.flock(lock, fcntl.LOCK_EX)
+	with locks.hold(top / f'{spec.arch}.lock',
+			f'the {spec.arch} root (log '
+			f'{root.with_name(root.name + ".log")})'):
 		have = load(root)
 		if have:
 			return have
