@@ -223,6 +223,47 @@ def kunit_suites_built(build_dir: Path) -> bool:
 		marks.get('__kunit_suites_start', 0)
 
 
+KEEP_SELFTEST_BUILDS = 4
+
+
+def selftests_key(req: BuildRequest, src: Path, kst: Path, cc: str) -> str:
+	"""The kselftests' inputs by content, not by time: this checkout's
+	sources, the tree's harness, the perfctr uapi headers the kernel
+	build exported, the compiler.  make looks at times only, so a clone
+	whose sources are older than another clone's binaries would get
+	"Nothing to be done" and run the other clone's tests.  (A few ms:
+	the sources are 120 kB; all of usr/include would cost seconds.)"""
+	h = hashlib.sha256(f'{cc} {req.arch.linux_arch}\n'.encode())
+	inc = req.build_dir / 'usr' / 'include'
+	files = sorted(p for p in src.rglob('*') if p.is_file()) + \
+		[kst / n for n in ('lib.mk', 'kselftest_harness.h',
+				   'kselftest.h')] + \
+		sorted(p for p in inc.rglob('*perfctr*') if p.is_file())
+	for f in files:
+		h.update(f'{f.name}\0'.encode())
+		try:
+			h.update(f.read_bytes())
+		except OSError:
+			h.update(b'(missing)')
+	return h.hexdigest()[:16]
+
+
+def selftests_dir(req: BuildRequest, src: Path, kst: Path, cc: str) -> Path:
+	"""kselftest/KEY/perfctr: a directory per set of inputs, so two
+	clones alternating on one cache each run their own tests and
+	neither rebuilds; the few newest are kept."""
+	top = req.build_dir / 'kselftest'
+	d = top / selftests_key(req, src, kst, cc) / 'perfctr'
+	d.mkdir(parents=True, exist_ok=True)
+	d.parent.touch()
+	old = sorted((p for p in top.iterdir()
+		      if p.is_dir() and p != d.parent and len(p.name) == 16),
+		     key=lambda p: p.stat().st_mtime, reverse=True)
+	for p in old[KEEP_SELFTEST_BUILDS - 1:]:
+		shutil.rmtree(p, ignore_errors=True)
+	return d
+
+
 def build_selftests(req: BuildRequest, ops: Optional[Ops] = None) -> Path:
 	"""Build selftests/perfctr against the tree's exported headers.
 
@@ -233,13 +274,13 @@ def build_selftests(req: BuildRequest, ops: Optional[Ops] = None) -> Path:
 	locks.take(locks.build_lock(req.build_dir),
 		   f'the {req.arch.name} build ({req.build_dir})')
 	src = paths.SELFTESTS / 'perfctr'
-	out = req.build_dir / 'kselftest' / 'perfctr'
-	out.mkdir(parents=True, exist_ok=True)
 	kst = req.tree.path / 'tools' / 'testing' / 'selftests'
 	if not (kst / 'lib.mk').exists():
 		raise UserError(f'{kst}/lib.mk missing: not a kernel tree with '
 				'kselftests')
 	cc = f'{req.arch.cross_compile}gcc'
+	out = selftests_dir(req, src, kst, cc)
+	out.mkdir(parents=True, exist_ok=True)
 	log = req.build_dir / 'kselftest.log'
 	log.write_text('')
 	res = ops.stream(['make', '-C', str(src), f'OUTPUT={out}',
