@@ -13,8 +13,10 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from pytools import pipeline
+from pytools import invoke_errors, pipeline
 from pytools.ops import Ops
+
+invoke_errors.install()		# inv chek, inv check --bogus: exit 2 and a fix
 
 ARCH_HELP = {'arch': 'x86_64 (default); the arches are pytools/arches/*.py'}
 COMMON_HELP = {

@@ -94,3 +94,27 @@ def test_a_test_failure_is_exit_1_and_a_pass_is_0(monkeypatch):
 	assert _exit(tasks.check) == 1
 	monkeypatch.setattr(pipeline, 'check', lambda o, argv, ops: 0)
 	assert tasks.check(Context()) is None
+
+
+@pytest.mark.parametrize('argv,says,fix', [
+	(['check', '--bogus'], 'inv check: no option --bogus',
+	 'fix: inv --help check'),
+	(['check', '--acel', 'kvm'], 'options of check: --accel, --arch',
+	 'fix: did you mean --accel?'),
+	(['chek'], "no task 'chek'", "fix: did you mean 'check'?"),
+	(['check', '--arch'], 'needed value', 'fix: inv --help check'),
+])
+def test_invoke_parse_errors_exit_2_with_the_choices_and_a_fix(
+		argv, says, fix):
+	import subprocess
+	import sys
+	from pathlib import Path
+	inv = Path(sys.executable).parent / 'inv'
+	if not inv.exists():
+		pytest.skip('invoke\'s inv is not beside this Python')
+	proc = subprocess.run([str(inv), *argv], capture_output=True, text=True,
+			      cwd=Path(tasks.__file__).parent, timeout=60)
+	assert proc.returncode == 2, proc.stderr
+	assert says in proc.stderr and fix in proc.stderr, proc.stderr
+	if argv == ['chek']:
+		assert 'tasks: apply, base' in proc.stderr
