@@ -164,8 +164,7 @@ def apply_series(opts: Options, ops: Ops, abort: bool = False) -> None:
 	t = resolve_base(opts, ops)
 	s = series_for(t)
 	if abort:
-		s.abort()
-		print(f'aborted; {t.path} is back on its branch')
+		print(f'{t.path}: {s.abort()}')
 		return
 	r = s.apply()
 	print(f'{t.path}: branch {r.branch} at {r.tip[:12]}, '
@@ -470,6 +469,8 @@ def check(opts: Options, argv: List[str], ops: Optional[Ops] = None) -> int:
 			 f'{"applied" if applied.changed else "already applied"}')
 	else:
 		lock_tree(tree)
+		if (tree.path / '.git' / 'rebase-apply').is_dir():
+			series_for(tree).check_not_mid_am()
 		tip = ops.run(['git', '-C', str(tree.path), 'describe', '--always',
 			       '--dirty']).output.strip()
 		progress(f'apply: skipped (--no-apply), testing the tree as it is '
@@ -607,6 +608,16 @@ def guarded(fn, *args, **kw) -> int:
 			      f'PERFCTR_RESULTS at a bigger disk) and run the same '
 			      f'command again: build directories are kept, make '
 			      f'resumes', file=sys.stderr)
+			return EXIT_CANNOT_RUN
+		if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and \
+		   e.filename:
+			where = Path(e.filename)
+			print(f'perfctr: user error: cannot write {where}: '
+			      f'{e.strerror}\n'
+			      f'  fix: make {where.parent} writable (or work in a '
+			      f'writable checkout; PERFCTR_CACHE and '
+			      f'PERFCTR_RESULTS move the cache and the results) '
+			      f'and run the same command again', file=sys.stderr)
 			return EXIT_CANNOT_RUN
 		return _unexpected(e)
 	except Exception as e:		# pylint: disable=broad-except

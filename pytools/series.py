@@ -88,6 +88,15 @@ def cover_description(patches: Path) -> str:
 	return f'{subject}\n\n{blurb.strip()}\n'
 
 
+def corrupt(e: GitError) -> str:
+	"""git's words when it could not read a patch at all ('corrupt
+	patch at line 838'), '' for a patch that is well formed."""
+	m = re.search(r'corrupt patch at line \d+|patch fragment without '
+		      r'header at line \d+[^\n]*|No valid patches in input',
+		      f'{e.stderr}\n{e.stdout}')
+	return m.group(0) if m else ''
+
+
 class Series:
 	def __init__(self, tree: BaseTree, patches: Path,
 		     ops: Optional[Ops] = None) -> None:
@@ -122,14 +131,37 @@ class Series:
 		"""The commit checked out."""
 		return self._git('rev-parse', 'HEAD')
 
-	def check_clean(self) -> None:
-		if self.am_in_progress():
+	def stopped_am(self) -> str:
+		"""The patch a stopped git am is at ('"perfctr: build it"'), ''
+		if none is stopped."""
+		if not self.am_in_progress():
+			return ''
+		d = self.git_dir / 'rebase-apply'
+		for name in ('final-commit', 'msg'):
+			try:
+				subject = (d / name).read_text().strip().splitlines()
+			except OSError:
+				continue
+			if subject:
+				return f'"{subject[0][:100]}"'
+		return 'a patch'
+
+	def check_not_mid_am(self) -> None:
+		"""A git am an earlier run left stopped (at a conflict) is named
+		before anything else is done: nothing may build or test a tree
+		half way through a series."""
+		where = self.stopped_am()
+		if where:
 			raise UserError(
-				f'an earlier apply stopped at a conflict in '
-				f'{self.tree.path}',
+				f'{self.tree.path} is in the middle of a "git am" an '
+				f'earlier run left (stopped at {where}; a clone '
+				'sharing this cache sees it too)',
 				'resolve it and run "git am --continue" there, then '
 				'"inv export"; or throw it away with '
-				'"inv apply --abort"')
+				'"inv apply --abort" (the work branch is kept)')
+
+	def check_clean(self) -> None:
+		self.check_not_mid_am()
 		dirty = self._git('diff', '--name-only').split() + \
 			self._git('diff', '--name-only', '--cached',
 				  'HEAD').split()
@@ -197,6 +229,9 @@ class Series:
 				try:
 					self.am(p)
 				except GitError as e:
+					if corrupt(e):
+						self.abort()
+						raise self._corrupt(p, e) from None
 					raise self._conflict(p, e) from None
 			head = self.head()
 		else:
@@ -336,7 +371,9 @@ class Series:
 				try:
 					self._git('apply', '--cached', str(patchf),
 						  env=env)
-				except GitError:
+				except GitError as e:
+					if corrupt(e):
+						raise self._corrupt(p, e) from None
 					return parent, i
 				tree = self._git('write-tree', env=env)
 				body = msgf.read_text()
@@ -352,6 +389,16 @@ class Series:
 				parent = self._git('commit-tree', tree, '-p',
 						   parent, env=cenv, input=message)
 		return parent, len(patches)
+
+	def _corrupt(self, patch: Path, e: GitError) -> UserError:
+		said = corrupt(e)
+		return UserError(
+			f'{patch.name} is not a well-formed patch: git says '
+			f'"{said}" (the file is cut short or was edited by hand; '
+			'this is not a conflict with the base)',
+			f'restore {self.patches / patch.name} (git checkout -- '
+			f'{patch.parent.name}/{patch.name}, or "inv export" from '
+			f'the work branch); {self.tree.path} was left as it was')
 
 	def _conflict(self, patch: Path, e: GitError) -> PatchConflict:
 		files = self.unmerged_files()
@@ -372,10 +419,19 @@ class Series:
 			'then "inv export" to write the resolved series; or '
 			'"inv apply --abort" to go back, nothing lost')
 
-	def abort(self) -> None:
+	def abort(self) -> str:
+		"""Throw a stopped git am away; what the tree is on now, in
+		words."""
+		had = self.am_in_progress()
 		self.abort_am()
 		if self.branch_tip():
 			self.checkout()
+		branch = self._current_branch()
+		now = (f'back on branch {branch}' if branch else
+		       f'HEAD detached at {self.head()[:12]} (no {WORK_BRANCH} '
+		       'branch yet: "inv apply" makes it)')
+		return (f'aborted the stopped "git am"; {now}' if had else
+			f'no "git am" was in progress; {now}')
 
 	def autosquash(self) -> str:
 		"""git rebase --autosquash of the work branch, in a scratch worktree.

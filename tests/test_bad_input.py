@@ -36,6 +36,21 @@ def test_enospc_anywhere_in_a_task_is_exit_2_with_a_message(capsys):
 	assert 'run the same command again' in err
 
 
+def test_a_read_only_directory_is_a_user_error_with_a_fix(capsys, tmp_path,
+							 monkeypatch):
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
+
+	def writes_docs():
+		raise OSError(errno.EROFS, 'Read-only file system',
+			      '/repo/docs/_build/index.html')
+	assert pipeline.guarded(writes_docs) == EXIT_CANNOT_RUN
+	err = capsys.readouterr().err
+	assert 'user error: cannot write /repo/docs/_build/index.html: ' \
+	       'Read-only file system' in err
+	assert 'fix: make /repo/docs/_build writable' in err
+	assert 'internal error' not in err and not (tmp_path / 'errors').exists()
+
+
 def test_other_os_errors_exit_2_with_the_traceback_in_a_log(capsys, tmp_path,
 							     monkeypatch):
 	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))

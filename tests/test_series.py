@@ -135,8 +135,10 @@ def test_conflict_names_patch_and_files_and_can_abort(kernel_repo, tmp_path):
 	# A second apply says what state the tree is in instead of guessing.
 	with pytest.raises(UserError) as again:
 		s.apply()
-	assert 'stopped at a conflict' in str(again.value)
-	s.abort()
+	assert 'in the middle of a "git am" an earlier run left (stopped ' \
+	       'at "perfctr: build it"' in str(again.value)
+	assert 'inv apply --abort' in again.value.hint
+	assert s.abort() == 'aborted the stopped "git am"; back on branch perfctr'
 	assert not (kernel_repo / '.git' / 'rebase-apply').exists()
 	# The original work branch survived.
 	assert 'perfctr: build it' in git(kernel_repo, 'log', '-1', 'perfctr')
@@ -218,3 +220,36 @@ def test_autosquash_folds_fixups_without_touching_files(kernel_repo, tmp_path):
 	log = git(kernel_repo, 'log', '--format=%s', 'base/linux-source-9.9/9.9.1-1..perfctr')
 	assert 'fixup!' not in log and log.count('\n') == 2
 	assert '+int perfctr = 1;' in read_series(patches)[0].read_text()
+
+
+def _cut(patch, keep_lines):
+	lines = patch.read_text().splitlines(keepends=True)
+	hunk = next(i for i, l in enumerate(lines) if l.startswith('@@'))
+	patch.write_text(''.join(lines[:hunk + keep_lines]) + 'garbage\n')
+
+
+@pytest.mark.parametrize('which', ['0001-', '0002-'])
+def test_a_corrupt_patch_is_told_apart_and_leaves_the_tree_as_it_was(
+		kernel_repo, tmp_path, which):
+	patches = tmp_path / 'patches'
+	_make_series(kernel_repo, patches)
+	git(kernel_repo, 'checkout', '-q', '--detach', 'base')
+	git(kernel_repo, 'branch', '-D', 'perfctr')
+	_cut(next(patches.glob(which + '*.patch')), 1)
+	s = Series(_tree(kernel_repo), patches)
+	with pytest.raises(UserError) as e:
+		s.apply()
+	assert not isinstance(e.value, PatchConflict)
+	assert 'is not a well-formed patch: git says "corrupt patch at line' \
+		in str(e.value)
+	assert 'fix: restore' in str(e.value)
+	assert not s.am_in_progress()
+	assert git(kernel_repo, 'status', '--porcelain') == ''
+
+
+def test_abort_says_where_head_is_when_detached(kernel_repo, tmp_path):
+	s = Series(_tree(kernel_repo), tmp_path)
+	git(kernel_repo, 'checkout', '-q', '--detach', 'base')
+	said = s.abort()
+	assert said.startswith('no "git am" was in progress; HEAD detached at ')
+	assert 'back on' not in said
