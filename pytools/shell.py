@@ -72,7 +72,8 @@ def run_command(s: Session, argv: Sequence[str]) -> str:
 def shell_script(s: Session, what: str) -> str:
 	"""The guest's login shell for inv shell: the environment set, a
 	line saying what is at hand, then the guest's bash (or sh)."""
-	banner = (f'perfctr: {what}. perfex -e instructions -- ls; '
+	banner = (f'perfctr: {what}. perfex -- ls (-e instructions where '
+		  'the CPU counts: ppc64le); '
 		  f'PERFCTR_HEADERS={dict(s.env)["PERFCTR_HEADERS"]}; '
 		  'exit (or ^D) powers the guest off')
 	return ('#!/bin/sh\n'
