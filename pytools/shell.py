@@ -20,7 +20,6 @@ the session's, results/shell/<stamp>-<arch>/guest/bin on the host.
 
 import datetime
 import shlex
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
