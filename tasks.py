@@ -8,6 +8,7 @@ Each task only turns its options into a call of pytools, run through
 pipeline.guarded (exit 2 for anything that is not a test result).
 """
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -36,6 +37,14 @@ def _finish(rc: int) -> None:
 
 def _argv() -> list:
 	return ['inv', *sys.argv[1:]]
+
+
+def _after_dashes(c) -> list:
+	"""The words after `--`, as the shell split them (invoke's
+	remainder is one string, their quoting lost)."""
+	if '--' in sys.argv:
+		return sys.argv[sys.argv.index('--') + 1:]
+	return shlex.split(c.remainder or '')
 
 
 @task(help=COMMON_HELP)
@@ -152,6 +161,42 @@ def check(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
 		arch=arch, base=base, tree=tree, ref=ref, offline=offline,
 		jobs=jobs, accel=accel, timeout=timeout, no_apply=no_apply,
 		debug=debug, cpu=cpu), _argv(), Ops())))
+
+
+GUEST_HELP = dict(
+	COMMON_HELP, **ARCH_HELP, jobs='make -j (default: all cores)',
+	accel='auto (default), kvm or tcg: chosen as inv check chooses',
+	no_apply='boot the tree as it is, uncommitted edits and all',
+	debug='the debug kernel (kconfigs/debug.config), as inv check --debug',
+	cpu='QEMU CPU model for ppc64le (default power9; power10)')
+
+
+@task(help=GUEST_HELP)
+def shell(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	  jobs=0, accel='auto', no_apply=False, debug=False, cpu=None):
+	"""A shell on the built kernel (built first if needed), perfex on PATH."""
+	from pytools import shell as S
+	_finish(pipeline.guarded(lambda: S.main(pipeline.check_options(
+		arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+		jobs=jobs, accel=accel, no_apply=no_apply, debug=debug,
+		cpu=cpu), Ops())))
+
+
+@task(iterable=['build'],
+      help=dict(GUEST_HELP, build='a C program to compile (static, for the '
+		'arch) and put on the guest\'s PATH as its name without .c; '
+		'once per program',
+		timeout='seconds the guest may run (default 900)'))
+def run(c, arch='x86_64', base=None, tree=None, ref=None, offline=False,
+	jobs=0, accel='auto', no_apply=False, debug=False, cpu=None,
+	build=None, timeout=None):
+	"""inv run -- CMD ARGS: boot the built kernel, run CMD, exit with its status."""
+	from pytools import shell as S
+	_finish(pipeline.guarded(lambda: S.main(pipeline.check_options(
+		arch=arch, base=base, tree=tree, ref=ref, offline=offline,
+		jobs=jobs, accel=accel, no_apply=no_apply, debug=debug,
+		cpu=cpu, timeout=timeout), Ops(), command=_after_dashes(c),
+		sources=[Path(b) for b in build or []])))
 
 
 @task(help=dict(COMMON_HELP, **ARCH_HELP, accel='auto (default), kvm or tcg',

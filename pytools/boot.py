@@ -252,6 +252,18 @@ class BootRequest:
 	append: Sequence[str] = ('kunit.autorun=1',)
 	# extra QEMU arguments (inv bench: -icount)
 	qemu_opts: Sequence[str] = ()
+	# A person's guest (inv shell, inv run; pytools/shell.py): a vng
+	# guest without a command is an interactive shell on the terminal,
+	# @shell its login shell (vng --shell); verbose=False leaves the
+	# kernel's console out, so the output is the command's alone.
+	shell: str = ''
+	verbose: bool = True
+
+	@property
+	def interactive(self) -> bool:
+		"""A shell on the terminal, not a command whose output the
+		tools read."""
+		return self.initrd is None and not self.command
 
 
 def vng_argv(req: BootRequest, vng: str) -> List[str]:
@@ -263,7 +275,8 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 	# would boot something else or nothing.
 	paths = [str(req.image), *(str(d) for d in req.rwdirs),
 		 *(str(h) for _, h, _ in req.mounts),
-		 *([str(req.root)] if req.root else []), *req.qemu[:1]]
+		 *([str(req.root)] if req.root else []), *req.qemu[:1],
+		 *([req.shell] if req.shell else [])]
 	bad = [p for p in paths if re.search(r'[\s\'"\\$`]', p)]
 	if bad:
 		raise UserError(f'{bad[0]}: virtme-ng passes this path to a shell '
@@ -273,7 +286,7 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 				'PERFCTR_RESULTS) whose paths have none')
 	argv = [vng, '--run', str(req.image), '--user', 'root',
 		'--cpus', str(req.cpus), '--memory', req.memory or '2G',
-		'--verbose',
+		*(['--verbose'] if req.verbose else []),
 		'--disable-microvm', '--force-9p']
 	if req.accel.accel is Accel.TCG:
 		argv.append('--disable-kvm')
@@ -294,7 +307,10 @@ def vng_argv(req: BootRequest, vng: str) -> List[str]:
 		# vng pastes these into a shell command line: quoted here.
 		argv.append('--qemu-opts=' + ' '.join(shlex.quote(o)
 						      for o in opts))
-	argv += ['--exec', req.command]
+	if req.shell:
+		argv += ['--shell', req.shell]
+	if req.command:
+		argv += ['--exec', req.command]
 	return argv
 
 
@@ -361,6 +377,9 @@ def boot(req: BootRequest, ops: Ops,
 			 f'{req.accel.accel.value.upper()} ({req.accel.reason}); '
 			 f'console log: {req.log}')
 		progress(f'boot: the same by hand: {reproducer(argv)}')
+	if req.interactive:
+		# the terminal's: nothing to read, bound or watch
+		return ops.interactive(argv, env=env)
 	if watch is None and req.accel.accel is Accel.KVM:
 		watch = kvm_failure
 	return ops.stream(argv, req.log, timeout=req.timeout, env=env,

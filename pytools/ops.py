@@ -255,6 +255,51 @@ class Ops:
 				 time.monotonic() - start, timed_out, stopped,
 				 silent)
 
+	def interactive(self, argv: Sequence[str],
+			env: Optional[Mapping[str, str]] = None) -> Completed:
+		"""Run on the terminal (a guest's shell: inv shell), the
+		keyboard its, until it ends.
+
+		The child gets a process group of its own, made the terminal's
+		foreground group as a shell's job would be: ^C and ^Z reach it,
+		not us.  If we are stopped first (SIGTERM turned into an
+		exception by pipeline.guarded, ^C before the guest owns the
+		terminal), the group is killed, QEMU with it, and the terminal
+		is ours again."""
+		start = time.monotonic()
+		full_env = dict(os.environ, **(env or {}))
+		try:
+			tty = os.open('/dev/tty', os.O_RDWR) \
+				if sys.stdin.isatty() else None
+		except OSError:
+			tty = None
+		try:
+			proc = subprocess.Popen(list(argv), env=full_env,
+						process_group=0)
+		except FileNotFoundError as e:
+			if tty is not None:
+				os.close(tty)
+			raise InfraError(f'cannot run {argv[0]}: {e.strerror}',
+					 'run ./bootstrap to install the tools') from e
+		old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+		try:
+			if tty is not None:
+				os.tcsetpgrp(tty, proc.pid)
+				# it may have read the terminal before it was
+				# its, and been stopped for that
+				os.killpg(proc.pid, signal.SIGCONT)
+			rc = proc.wait()
+		except BaseException:
+			_kill_group(proc)
+			proc.wait()
+			raise
+		finally:
+			if tty is not None:
+				os.tcsetpgrp(tty, os.getpgrp())
+				os.close(tty)
+			signal.signal(signal.SIGTTOU, old)
+		return Completed(tuple(argv), rc, '', time.monotonic() - start)
+
 
 NO_SPACE = 'No space left on device'
 

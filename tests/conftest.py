@@ -18,6 +18,7 @@ class FakeOps(Ops):
 	def __init__(self, answers=None, which=None):
 		self.calls = []
 		self.streams = []
+		self.interactive_calls = []
 		self.answers = answers or []
 		self._which = which if which is not None else {}
 
@@ -35,6 +36,14 @@ class FakeOps(Ops):
 		self.calls.append(list(argv))
 		rc, out = self._answer(argv)
 		return Completed(tuple(argv), rc, out, 0.0)
+
+	def interactive(self, argv, env=None):
+		"""A terminal's command (inv shell): recorded, its answer's
+		status returned."""
+		self.calls.append(list(argv))
+		self.interactive_calls.append((list(argv), env))
+		rc, _ = self._answer(argv)
+		return Completed(tuple(argv), rc, '', 0.0)
 
 	def stream(self, argv, log, cwd=None, env=None, timeout=None,
 		   on_line=None, idle_timeout=None, on_quiet=None,

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """ops.stream's bounds, for real: short shell commands, no kernel."""
 
+import os
 import time
+
+import pytest
 
 from pytools.ops import Ops
 
@@ -64,3 +67,36 @@ def test_cancel_from_another_thread_kills_a_quiet_command(tmp_path):
 	assert time.monotonic() - t0 < 10
 	assert res.stopped == 'cancelled' and res.returncode != 0
 	assert '*** killed: cancelled' in (tmp_path / 'log').read_text()
+
+
+def test_interactive_returns_the_status_and_kills_its_group_when_stopped(
+		tmp_path):
+	"""inv shell's terminal command: its status; stopped by ^C or
+	SIGTERM (an exception in the main thread), its whole group dies, a
+	grandchild (vng's QEMU) too."""
+	import signal
+	import time
+	from pytools.ops import Ops
+	assert Ops().interactive(['sh', '-c', 'exit 3']).returncode == 3
+	pidfile = tmp_path / 'pid'
+
+	def stop(signum, frame):
+		raise KeyboardInterrupt
+	old = signal.signal(signal.SIGALRM, stop)
+	signal.alarm(2)
+	try:
+		with pytest.raises(KeyboardInterrupt):
+			Ops().interactive(['sh', '-c', f'sleep 60 & echo $! > '
+					   f'{pidfile}; wait'])
+	finally:
+		signal.alarm(0)
+		signal.signal(signal.SIGALRM, old)
+	pid = int(pidfile.read_text())
+	for _ in range(50):
+		try:
+			os.kill(pid, 0)
+		except ProcessLookupError:
+			break
+		time.sleep(0.1)
+	else:
+		pytest.fail(f'grandchild {pid} outlived the interrupt')

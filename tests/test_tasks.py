@@ -54,7 +54,7 @@ def test_bad_options_fail_at_once_with_exit_2(task, kw, says, nothing_slow,
 
 ALL_TASKS = [tasks.base, tasks.apply, tasks.squash, tasks.export,
 	     tasks.rebase, tasks.bench, tasks.docs, tasks.build, tasks.check,
-	     tasks.test, tasks.lint, tasks.bisect, tasks.lava]
+	     tasks.test, tasks.lint, tasks.bisect, tasks.lava, tasks.shell]
 
 
 @pytest.mark.parametrize('task', ALL_TASKS, ids=lambda t: t.name)

@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: GPL-2.0
+"""inv shell and inv run on the fake Ops: the options, the guest's
+command and the vng/QEMU command line, the exit status."""
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from invoke import Context, Exit
+
+import tasks
+from pytools import arches, boot, kernel, pipeline, qemu, rootfs, shell
+from pytools.bases import BaseTree
+
+X86 = arches.get('x86_64')
+PPC = arches.get('ppc64le')
+
+
+@pytest.fixture
+def built(tmp_path, monkeypatch):
+	"""shell.main on a stand-in build: the stages before the boot
+	return it, results and sessions under tmp_path; per arch."""
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path / 'results'))
+
+	def make(arch=X86):
+		tree = BaseTree(name='lts', path=tmp_path / 'linux', ref='base',
+				commit='0' * 40, version='6.12',
+				origin='linux-source-6.12 6.12', patches='patches')
+		bdir = tmp_path / f'build-{arch.name}'
+		(bdir / 'usr' / 'include').mkdir(parents=True, exist_ok=True)
+		req = kernel.BuildRequest(tree=tree, arch=arch, fragments=(),
+					  build_dir=bdir, jobs=2)
+		build = kernel.BuildResult(
+			image=bdir / arch.image, build_dir=bdir,
+			log=bdir / 'build.log', config_seconds=0, build_seconds=0,
+			configured=False, release='6.12.0-perfctr')
+		monkeypatch.setattr(shell, 'prepare', lambda opts, ops: (req, build))
+		return build
+	return make
+
+
+@pytest.fixture
+def ppc_root(tmp_path, monkeypatch):
+	rfs = rootfs.Rootfs(tmp_path / 'root', 'k', ('python3',), 'bookworm',
+			    'ppc64el', 1 << 20, 1.0, 'then', False)
+	monkeypatch.setattr(rootfs, 'ensure', lambda arch, ops: rfs)
+	monkeypatch.setattr(qemu, 'choose', lambda arch, ops: qemu.Qemu(
+		'/c/qemu-system-ppc64', (10, 0, 2), 'debian bookworm-backports',
+		'/c/share', 'old system QEMU'))
+	return rfs
+
+
+def _opts(**kw):
+	return pipeline.check_options(**kw)
+
+
+def _exec(argv):
+	"""The command vng runs in the guest."""
+	return argv[argv.index('--exec') + 1]
+
+
+def test_run_prints_the_output_and_exits_with_the_commands_status(
+		fake_ops, built, capsys):
+	build = built()
+	ops = fake_ops(answers=[('vng', (3, 'TSC 12345\n'))])
+	rc = shell.main(_opts(accel='tcg'), ops,
+			command=['perfex', '--', 'sh', '-c', 'exit 3'])
+	assert rc == 3
+	out, err = capsys.readouterr()
+	assert out == 'TSC 12345\n'
+	assert 'run: 6.12.0-perfctr on x86_64 under TCG (asked for with ' \
+		'--accel tcg)' in err
+	argv = ops.streams[0]['argv']
+	assert argv[argv.index('--run') + 1] == str(build.image)
+	assert '--disable-kvm' in argv and '--verbose' not in argv
+	assert argv[argv.index('--append') + 1] == 'kunit.enable=0'
+	cmd = _exec(argv)
+	assert cmd.endswith(f'cd {shlex.quote(str(pipeline.paths.REPO))} && '
+			    "perfex -- sh -c 'exit 3'")
+	assert f'export PERFCTR_HEADERS={build.build_dir}/usr/include' in cmd
+	session = Path(argv[argv.index('--rwdir') + 1])
+	assert f'export PATH={session}/bin:' in cmd
+	assert ops.streams[0]['timeout'] == 900
+	assert ops.streams[0]['idle_timeout'] is None
+
+
+def test_perfex_on_path_runs_the_checkouts_perfex(fake_ops, built):
+	built()
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	shell.main(_opts(accel='tcg'), ops, command=['true'])
+	argv = ops.streams[0]['argv']
+	wrapper = Path(argv[argv.index('--rwdir') + 1]) / 'bin' / 'perfex'
+	text = wrapper.read_text()
+	assert wrapper.stat().st_mode & 0o111
+	assert f'PYTHONPATH={pipeline.paths.REPO}' in text
+	assert f'exec {sys.executable} -m pytools.guest.perfex "$@"' in text
+
+
+def test_shell_is_interactive_with_its_own_login_shell(fake_ops, built,
+						       capsys):
+	build = built()
+	ops = fake_ops()
+	assert shell.main(_opts(accel='tcg'), ops) == 0
+	assert ops.streams == []
+	(argv, env), = ops.interactive_calls
+	assert '--exec' not in argv and '--verbose' not in argv
+	login = Path(argv[argv.index('--shell') + 1])
+	assert login.name == shell.SHELL and login.stat().st_mode & 0o111
+	text = login.read_text()
+	assert f'export PERFCTR_HEADERS={build.build_dir}/usr/include' in text
+	assert f'cd {pipeline.paths.REPO}\n' in text
+	assert 'exec bash --norc -i' in text
+	assert 'under TCG' in capsys.readouterr().err
+
+
+def test_ppc64le_boots_inv_checks_root_qemu_and_cpu(fake_ops, built,
+						    ppc_root):
+	build = built(PPC)
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	shell.main(_opts(arch='ppc64le', cpu='power10'), ops,
+		   command=['perfex', '-e', 'instructions', '--', 'ls'])
+	argv = ops.streams[0]['argv']
+	assert argv[argv.index('--root') + 1] == str(ppc_root.path)
+	assert argv[argv.index('--arch') + 1] == 'ppc64el'
+	assert argv[argv.index('--qemu') + 1] == '/c/qemu-system-ppc64'
+	assert "--qemu-opts=-L /c/share -cpu power10" in argv
+	assert f'{rootfs.GUEST_SRC}={pipeline.paths.REPO}' in argv
+	assert f'{rootfs.GUEST_BUILD}={build.build_dir}' in argv
+	out = argv[argv.index('--rwdir') + 1]
+	assert out.startswith(f'{rootfs.GUEST_OUT}=')
+	cmd = _exec(argv)
+	assert 'export PATH=/perfctr/out/bin:' in cmd
+	assert 'export PERFCTR_HEADERS=/perfctr/build/usr/include' in cmd
+	assert cmd.endswith('cd /perfctr/src && perfex -e instructions -- ls')
+	wrapper = Path(out.split('=', 1)[1]) / 'bin' / 'perfex'
+	assert 'PYTHONPATH=/perfctr/src' in wrapper.read_text()
+	assert 'exec /usr/bin/python3 -m pytools.guest.perfex' in \
+		wrapper.read_text()
+	# a foreign arch: TCG, never a KVM probe
+	assert '--disable-kvm' in argv
+	assert not [c for c in ops.calls if '-accel kvm' in ' '.join(c)]
+
+
+def test_build_compiles_static_for_the_arch_onto_path(fake_ops, built,
+						      ppc_root, tmp_path):
+	build = built(PPC)
+	src = tmp_path / 'myprog.c'
+	src.write_text('int main(void) { return 0; }\n')
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	shell.main(_opts(arch='ppc64le'), ops, command=['myprog'],
+		   sources=[src])
+	cc, = [c for c in ops.calls if c[0].endswith('gcc')]
+	assert cc[:2] == ['powerpc64le-linux-gnu-gcc', '-static']
+	assert cc[cc.index('-isystem') + 1] == str(build.build_dir /
+						   'usr' / 'include')
+	assert Path(cc[cc.index('-o') + 1]).parent.name == 'bin'
+	assert Path(cc[cc.index('-o') + 1]).name == 'myprog'
+	assert cc[-1] == str(src)
+
+
+def test_a_program_that_does_not_compile_is_a_user_error(fake_ops, built,
+							 tmp_path):
+	built()
+	src = tmp_path / 'bad.c'
+	src.write_text('int main(void) { return x; }\n')
+	ops = fake_ops(answers=[('gcc', (1, "bad.c:1: error: 'x' undeclared"))])
+	with pytest.raises(shell.UserError, match="'x' undeclared"):
+		shell.main(_opts(accel='tcg'), ops, command=['bad'],
+			   sources=[src])
+	with pytest.raises(shell.UserError, match='no such file'):
+		shell.main(_opts(accel='tcg'), ops, command=['x'],
+			   sources=[tmp_path / 'missing.c'])
+	assert ops.streams == []
+
+
+def test_a_guest_killed_by_the_timeout_is_exit_2(fake_ops, built, capsys):
+	built()
+	ops = fake_ops(answers=[('vng', ('timeout', 'half\n'))])
+	assert shell.main(_opts(accel='tcg', timeout=5), ops,
+			  command=['sleep', '99']) == 2
+	assert ops.streams[0]['timeout'] == 5
+	assert 'killed' in capsys.readouterr().err
+
+
+def test_kvm_failing_during_the_run_runs_it_again_under_tcg(
+		fake_ops, built, with_kvm, monkeypatch, capsys):
+	from test_boot import KVM_INTERNAL
+	built()
+	monkeypatch.setattr(boot, 'choose_accel', lambda *a, **kw:
+			    boot.AccelChoice(boot.Accel.KVM, 'probed'))
+
+	def console(argv):
+		return (0, 'ok\n') if '--disable-kvm' in argv else \
+			(0, KVM_INTERNAL)
+	ops = fake_ops(answers=[('vng', console)])
+	assert shell.main(_opts(), ops, command=['true']) == 0
+	assert ['--disable-kvm' in s['argv'] for s in ops.streams] == \
+		[False, True]
+	assert 'running the command again under TCG' in capsys.readouterr().err
+
+
+def _exit(task, c=None, **kw):
+	with pytest.raises(Exit) as e:
+		task(c or Context(), **kw)
+	return e.value.code
+
+
+def test_the_tasks_pass_their_options_and_the_words_after_dashes(
+		monkeypatch):
+	seen = {}
+
+	def main(opts, ops, command=None, sources=()):
+		seen.update(opts=opts, command=command, sources=sources)
+		return 5
+	monkeypatch.setattr(shell, 'main', main)
+	monkeypatch.setattr(sys, 'argv', ['inv', 'run', '--arch', 'ppc64le',
+					  '--', 'perfex', '-e', 'instructions',
+					  '--', 'sh', '-c', 'echo a b'])
+	assert _exit(tasks.run, arch='ppc64le', cpu='power10',
+		     build=['p.c']) == 5
+	assert seen['command'] == ['perfex', '-e', 'instructions', '--', 'sh',
+				   '-c', 'echo a b']
+	assert seen['sources'] == [Path('p.c')]
+	assert seen['opts'].arch == 'ppc64le' and seen['opts'].cpu == 'power10'
+	# no -- on the command line: invoke's remainder, split
+	monkeypatch.setattr(sys, 'argv', ['inv', 'run'])
+	assert _exit(tasks.run, Context(remainder="echo 'a b'")) == 5
+	assert seen['command'] == ['echo', 'a b']
+	monkeypatch.setattr(shell, 'main', lambda opts, ops: seen.update(
+		opts=opts, command=None) or 0)
+	assert tasks.shell(Context(), debug=True) is None
+	assert seen['opts'].config_name == 'debug' and seen['command'] is None
+
+
+@pytest.mark.parametrize('task,kw,says', [
+	(tasks.shell, {'arch': 'arm64'}, "unknown arch 'arm64'"),
+	(tasks.shell, {'cpu': 'power10'}, '--cpu power10'),
+	(tasks.shell, {'accel': 'hvf'}, 'unknown accelerator'),
+	(tasks.run, {'timeout': 'soon'}, '--timeout soon: not a number'),
+	(tasks.run, {'arch': 'arm64'}, "unknown arch 'arm64'"),
+	(tasks.run, {}, 'inv run needs a command after --'),
+])
+def test_bad_options_fail_before_anything_slow(task, kw, says, monkeypatch,
+					       tmp_path, capsys):
+	monkeypatch.setenv('PERFCTR_RESULTS', str(tmp_path))
+	monkeypatch.setattr(sys, 'argv', ['inv', task.name])
+
+	def slow(*a, **k):
+		raise AssertionError('resolve_base reached with bad options')
+	monkeypatch.setattr(pipeline, 'resolve_base', slow)
+	assert _exit(task, **kw) == 2
+	assert says in capsys.readouterr().err
