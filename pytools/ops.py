@@ -281,6 +281,8 @@ class Ops:
 				os.close(tty)
 			raise InfraError(f'cannot run {argv[0]}: {e.strerror}',
 					 'run ./bootstrap to install the tools') from e
+		# the watchdog ends the group if we die (kill -9 included)
+		CHILDREN.started(proc, argv)
 		old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
 		try:
 			if tty is not None:
@@ -298,6 +300,7 @@ class Ops:
 				os.tcsetpgrp(tty, os.getpgrp())
 				os.close(tty)
 			signal.signal(signal.SIGTTOU, old)
+			CHILDREN.ended(proc)
 		return Completed(tuple(argv), rc, '', time.monotonic() - start)
 
 
