@@ -534,7 +534,9 @@ TEST(target_cannot_read_kernel_counts)
 		} else {
 			for (i = 0; i < 100; i++)
 				getppid();
+#ifdef __powerpc64__
 			asm volatile("mfspr %0, 775" : "=r"(v));
+#endif
 			res[1] = v ? 'R' : 'Z';
 		}
 		_exit(0);
