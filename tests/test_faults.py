@@ -9,7 +9,6 @@ uses a cache of its own that borrows the default cache's apt lists and
 .deb, so it downloads nothing and builds no kernel.
 """
 
-import json
 import os
 import shutil
 import signal
@@ -103,13 +102,15 @@ def test_kill_9_during_the_guest_leaves_no_qemu_and_the_next_run_passes(
 	assert not left, f'left running after kill -9: {left}'
 	assert not (tmp_path / 'latest').exists(), \
 		'results/latest points at a run with no results'
-	again = subprocess.run(['inv', 'check', '--arch', 'x86_64'],
+	# The next run on the same cache boots the same kernel (inv run: the
+	# same stages and guest as inv check, one command instead of the
+	# whole suite, which test_e2e.py runs anyway)
+	again = subprocess.run(['inv', 'run', '--arch', 'x86_64', '--',
+				'true'],
 			       cwd=paths.REPO, env=env, text=True,
 			       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
 			       timeout=3600)
 	assert again.returncode == 0, again.stdout[-4000:]
-	assert json.loads((tmp_path / 'latest' / 'results.json').read_text()
-			  )['result'] == 'PASS'
 
 
 def test_kill_9_during_the_unpack_leaves_no_tar_and_the_next_run_imports(
