@@ -164,7 +164,12 @@ def make_session(opts: pipeline.Options, req: kernel.BuildRequest,
 	wrapper.write_text(perfex_wrapper(plan))
 	wrapper.chmod(0o755)
 	path = [plan.out + '/' + BIN]
-	ksel = build.build_dir / 'kselftest' / 'perfctr'
+	# this checkout's kselftests (inv check builds them in a directory
+	# named by their inputs' content: kernel.selftests_key)
+	kst = req.tree.path / 'tools' / 'testing' / 'selftests'
+	key = kernel.selftests_key(req, paths.SELFTESTS / 'perfctr', kst,
+				   f'{req.arch.cross_compile}gcc')
+	ksel = build.build_dir / 'kselftest' / key / 'perfctr'
 	if ksel.is_dir():
 		path.append(plan.path(ksel))
 	env = (('PATH', ':'.join(path) + ':/usr/local/sbin:/usr/local/bin:'

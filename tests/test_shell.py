@@ -251,3 +251,28 @@ def test_bad_options_fail_before_anything_slow(task, kw, says, monkeypatch,
 	monkeypatch.setattr(pipeline, 'resolve_base', slow)
 	assert _exit(task, **kw) == 2
 	assert says in capsys.readouterr().err
+
+
+def test_path_has_this_checkouts_kselftests_not_another_clones(fake_ops,
+								built):
+	"""The kselftests on PATH are the build of this checkout's sources
+	(the content-keyed directory inv check uses), not whichever build
+	another clone left in the shared build directory."""
+	build = built()
+	tree = build.build_dir.parent / 'linux'
+	req = kernel.BuildRequest(tree=BaseTree(
+		name='lts', path=tree, ref='base', commit='0' * 40,
+		version='6.12', origin='x', patches='patches'), arch=X86,
+		fragments=(), build_dir=build.build_dir, jobs=2)
+	key = kernel.selftests_key(req, pipeline.paths.SELFTESTS / 'perfctr',
+				   tree / 'tools' / 'testing' / 'selftests',
+				   f'{X86.cross_compile}gcc')
+	ours = build.build_dir / 'kselftest' / key / 'perfctr'
+	other = build.build_dir / 'kselftest' / ('f' * 16) / 'perfctr'
+	ours.mkdir(parents=True)
+	other.mkdir(parents=True)
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	shell.main(_opts(accel='tcg'), ops, command=['true'])
+	cmd = _exec(ops.streams[0]['argv'])
+	assert f':{ours}:' in cmd
+	assert str(other) not in cmd
