@@ -55,6 +55,15 @@ def load_kunit_parser(tree: Path):
 _SKIP = re.compile(r'^\s*(?:\[[^]]*\]\s*)?ok \d+ (.+?) # SKIP ?(.*)$')
 
 
+# The lines that say why a test failed, put first in its message (the
+# summary shows a failure's first lines, and a test that printed a lot
+# before failing would otherwise hide them): kselftest_harness.h's
+# "file.c:line:test:" assertions and TH_LOG()s, its timeout, KUnit's
+# expectation and assertion failures.
+_WHY = re.compile(r'^#?\s*[\w.-]+\.c:\d+:|EXPECTATION FAILED|ASSERTION FAILED|'
+		  r'terminated by timeout|Test terminated')
+
+
 def _flatten(parser, test, prefix: str, family: str,
 	     out: List[TestCase], reasons: dict) -> None:
 	name = f'{prefix}.{test.name}' if prefix else test.name
@@ -74,7 +83,9 @@ def _flatten(parser, test, prefix: str, family: str,
 		msg = reasons.get(test.name) or 'skipped, no reason given'
 	else:
 		status = Status.FAIL
-		msg = f'{st.name}\n' + '\n'.join(test.log[-40:])
+		why = [l for l in test.log if _WHY.search(l)][:8]
+		msg = '\n'.join([st.name] + why + (['--- log:'] if why else []) +
+				 test.log[-40:])
 	out.append(TestCase(family, name, status, msg))
 
 

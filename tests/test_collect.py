@@ -293,3 +293,16 @@ def test_no_ktap_where_no_kunit_suite_is_built_is_a_named_skip(tmp_path):
 	cases = collect.collect(out, DATA / 'console-x86-pass.log', TREE,
 				userspace=False)
 	assert [c.status for c in cases if c.family == 'kunit'] == [Status.FAIL]
+
+
+def test_a_failure_after_a_long_log_leads_with_its_assertion(parser):
+	"""The summary shows a failure's first lines: they must say why."""
+	cases = collect.parse_ktap(_lines('kselftest-fault-fail-midway.tap'),
+				   'kselftest', 'vperfctr_fault_test', parser)
+	[fail] = [c for c in cases if c.status is Status.FAIL]
+	first = fail.message.splitlines()[:6]
+	assert any('vperfctr_fault_test.c:361' in l and 'Expected' in l
+		   for l in first), first
+	assert any('after allocation 2 failed' in l for l in first), first
+	# and the log itself is still there, after them
+	assert 'vperfctr_open(self): 7 allocation points' in fail.message
