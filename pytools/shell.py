@@ -14,7 +14,7 @@ PERFCTR_HEADERS names the kernel's installed headers, and a directory
 on PATH holds `perfex` (a wrapper of `python3 -m pytools.guest.perfex`
 from the checkout), the programs given with --build (compiled static by
 the arch's compiler, as pytools/progs.py builds the checks' programs),
-and the kselftests when inv check has built them.  That directory is
+and this checkout's kselftests (built first, seconds).  That directory is
 the session's, results/shell/<stamp>-<arch>/guest/bin on the host.
 """
 
@@ -164,14 +164,12 @@ def make_session(opts: pipeline.Options, req: kernel.BuildRequest,
 	wrapper.write_text(perfex_wrapper(plan))
 	wrapper.chmod(0o755)
 	path = [plan.out + '/' + BIN]
-	# this checkout's kselftests (inv check builds them in a directory
-	# named by their inputs' content: kernel.selftests_key)
-	kst = req.tree.path / 'tools' / 'testing' / 'selftests'
-	key = kernel.selftests_key(req, paths.SELFTESTS / 'perfctr', kst,
-				   f'{req.arch.cross_compile}gcc')
-	ksel = build.build_dir / 'kselftest' / key / 'perfctr'
-	if ksel.is_dir():
-		path.append(plan.path(ksel))
+	# this checkout's kselftests, built as inv check builds them (in a
+	# directory named by their inputs' content: kernel.selftests_key),
+	# so that an edited test runs as edited
+	ksel = kernel.build_selftests(req, ops)
+	progress(f'kselftests: {ksel} (on PATH)')
+	path.append(plan.path(ksel))
 	env = (('PATH', ':'.join(path) + ':/usr/local/sbin:/usr/local/bin:'
 		'/usr/sbin:/usr/bin:/sbin:/bin'),
 	       ('PERFCTR_HEADERS', plan.path(headers)))

@@ -29,6 +29,10 @@ def built(tmp_path, monkeypatch):
 				origin='linux-source-6.12 6.12', patches='patches')
 		bdir = tmp_path / f'build-{arch.name}'
 		(bdir / 'usr' / 'include').mkdir(parents=True, exist_ok=True)
+		kst = tmp_path / 'linux' / 'tools' / 'testing' / 'selftests'
+		kst.mkdir(parents=True, exist_ok=True)
+		for name in ('lib.mk', 'kselftest_harness.h', 'kselftest.h'):
+			(kst / name).touch()
 		req = kernel.BuildRequest(tree=tree, arch=arch, fragments=(),
 					  build_dir=bdir, jobs=2)
 		build = kernel.BuildResult(
@@ -38,6 +42,12 @@ def built(tmp_path, monkeypatch):
 		monkeypatch.setattr(shell, 'prepare', lambda opts, ops: (req, build))
 		return build
 	return make
+
+
+def _boot(ops):
+	"""The guest's command (the kselftests' make comes before it)."""
+	[boot] = [s for s in ops.streams if 'make' not in s['argv'][0]]
+	return boot
 
 
 @pytest.fixture
@@ -71,7 +81,7 @@ def test_run_prints_the_output_and_exits_with_the_commands_status(
 	assert out == 'TSC 12345\n'
 	assert 'run: 6.12.0-perfctr on x86_64 under TCG (asked for with ' \
 		'--accel tcg)' in err
-	argv = ops.streams[0]['argv']
+	argv = _boot(ops)['argv']
 	assert argv[argv.index('--run') + 1] == str(build.image)
 	assert '--disable-kvm' in argv and '--verbose' not in argv
 	assert argv[argv.index('--append') + 1] == 'kunit.enable=0'
@@ -81,15 +91,15 @@ def test_run_prints_the_output_and_exits_with_the_commands_status(
 	assert f'export PERFCTR_HEADERS={build.build_dir}/usr/include' in cmd
 	session = Path(argv[argv.index('--rwdir') + 1])
 	assert f'export PATH={session}/bin:' in cmd
-	assert ops.streams[0]['timeout'] == 900
-	assert ops.streams[0]['idle_timeout'] is None
+	assert _boot(ops)['timeout'] == 900
+	assert _boot(ops)['idle_timeout'] is None
 
 
 def test_perfex_on_path_runs_the_checkouts_perfex(fake_ops, built):
 	built()
 	ops = fake_ops(answers=[('vng', (0, ''))])
 	shell.main(_opts(accel='tcg'), ops, command=['true'])
-	argv = ops.streams[0]['argv']
+	argv = _boot(ops)['argv']
 	wrapper = Path(argv[argv.index('--rwdir') + 1]) / 'bin' / 'perfex'
 	text = wrapper.read_text()
 	assert wrapper.stat().st_mode & 0o111
@@ -102,7 +112,8 @@ def test_shell_is_interactive_with_its_own_login_shell(fake_ops, built,
 	build = built()
 	ops = fake_ops()
 	assert shell.main(_opts(accel='tcg'), ops) == 0
-	assert ops.streams == []
+	assert [s['argv'][0] for s in ops.streams] == ['make'], \
+		'only the kselftests build streams: the shell is interactive'
 	(argv, env), = ops.interactive_calls
 	assert '--exec' not in argv and '--verbose' not in argv
 	login = Path(argv[argv.index('--shell') + 1])
@@ -120,7 +131,7 @@ def test_ppc64le_boots_inv_checks_root_qemu_and_cpu(fake_ops, built,
 	ops = fake_ops(answers=[('vng', (0, ''))])
 	shell.main(_opts(arch='ppc64le', cpu='power10'), ops,
 		   command=['perfex', '-e', 'instructions', '--', 'ls'])
-	argv = ops.streams[0]['argv']
+	argv = _boot(ops)['argv']
 	assert argv[argv.index('--root') + 1] == str(ppc_root.path)
 	assert argv[argv.index('--arch') + 1] == 'ppc64el'
 	assert argv[argv.index('--qemu') + 1] == '/c/qemu-system-ppc64'
@@ -179,7 +190,7 @@ def test_a_guest_killed_by_the_timeout_is_exit_2(fake_ops, built, capsys):
 	ops = fake_ops(answers=[('vng', ('timeout', 'half\n'))])
 	assert shell.main(_opts(accel='tcg', timeout=5), ops,
 			  command=['sleep', '99']) == 2
-	assert ops.streams[0]['timeout'] == 5
+	assert _boot(ops)['timeout'] == 5
 	assert 'killed' in capsys.readouterr().err
 
 
@@ -195,8 +206,8 @@ def test_kvm_failing_during_the_run_runs_it_again_under_tcg(
 			(0, KVM_INTERNAL)
 	ops = fake_ops(answers=[('vng', console)])
 	assert shell.main(_opts(), ops, command=['true']) == 0
-	assert ['--disable-kvm' in s['argv'] for s in ops.streams] == \
-		[False, True]
+	assert ['--disable-kvm' in s['argv'] for s in ops.streams
+		if s['argv'][0] != 'make'] == [False, True]
 	assert 'running the command again under TCG' in capsys.readouterr().err
 
 
@@ -273,6 +284,8 @@ def test_path_has_this_checkouts_kselftests_not_another_clones(fake_ops,
 	other.mkdir(parents=True)
 	ops = fake_ops(answers=[('vng', (0, ''))])
 	shell.main(_opts(accel='tcg'), ops, command=['true'])
-	cmd = _exec(ops.streams[0]['argv'])
+	[make] = [s['argv'] for s in ops.streams if s['argv'][0] == 'make']
+	assert f'OUTPUT={ours}' in make, 'built where PATH looks'
+	cmd = _exec(_boot(ops)['argv'])
 	assert f':{ours}:' in cmd
 	assert str(other) not in cmd
