@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """inv run end to end on x86_64 under TCG: the command's exit status is
-the task's, and perfex is a plain command in the guest (a boot each; the
-kernel is inv check's, built first if it is not yet).  Deselect with
--m 'not e2e'."""
+the task's, perfex is a plain command in the guest, and two clones on
+one cache each run their own kselftests (a boot each; the kernel is inv
+check's, built first if it is not yet).  Deselect with -m 'not e2e'."""
 
 import os
 import subprocess
@@ -16,11 +16,11 @@ from pytools import paths
 pytestmark = pytest.mark.e2e
 
 
-def inv_run(*command):
+def inv_run(*command, cwd=paths.REPO):
 	env = dict(os.environ)
 	env['PATH'] = f'{Path(sys.executable).parent}:{env["PATH"]}'
 	proc = subprocess.run(['inv', 'run', '--arch', 'x86_64', '--accel',
-			       'tcg', '--', *command], cwd=paths.REPO, env=env,
+			       'tcg', '--', *command], cwd=cwd, env=env,
 			      text=True, stdout=subprocess.PIPE,
 			      stderr=subprocess.PIPE, timeout=3600)
 	sys.stdout.write(proc.stdout[-3000:] + proc.stderr[-3000:])
@@ -39,3 +39,27 @@ def test_perfex_is_on_path_and_counts_the_tsc():
 	assert proc.returncode == 0, proc.stdout + proc.stderr
 	tsc = [l for l in proc.stdout.splitlines() if l.startswith('tsc\t')]
 	assert tsc and int(tsc[0].split()[1]) > 0
+
+
+def test_two_clones_on_one_cache_each_run_their_own_kselftests(tmp_path):
+	"""Issue 24's repro 2, for real: clone A breaks info.basic, clone B
+	is untouched; they share the default cache (its kernel tree, build
+	and kselftest directories).  Each must run the tests of its own
+	sources: A fails, B passes, whichever ran last."""
+	clones = {}
+	for name in ('a', 'b'):
+		clones[name] = tmp_path / name
+		subprocess.run(['git', 'clone', '--quiet', '--shared',
+				str(paths.REPO), str(clones[name])], check=True)
+	test = clones['a'] / 'selftests' / 'perfctr' / 'perfctr_info_test.c'
+	text = test.read_text()
+	anchor = 'TEST_F(info, basic)\n{\n'
+	assert anchor in text
+	test.write_text(text.replace(anchor, anchor + '\tASSERT_EQ(1, 2);\n'))
+	cmd = ('perfctr_info_test', '-t', 'basic')
+	a = inv_run(*cmd, cwd=clones['a'])
+	b = inv_run(*cmd, cwd=clones['b'])
+	a_again = inv_run(*cmd, cwd=clones['a'])
+	assert a.returncode != 0 and 'not ok' in a.stdout, a.stdout
+	assert b.returncode == 0 and 'ok 1 info.basic' in b.stdout, b.stdout
+	assert a_again.returncode != 0, 'A ran B\'s build after B ran'
