@@ -30,6 +30,7 @@ from .ops import Ops, progress
 
 BIN = 'bin'
 SHELL = 'perfctr-shell'
+STATUS = '.shell-status'	# the login shell's exit status, for inv shell's
 # inv check runs the KUnit suites at boot; a person's guest skips them
 # (minutes of emulated POWER before the prompt): inv check runs them.
 APPEND = ('kunit.enable=0',)
@@ -80,8 +81,11 @@ def shell_script(s: Session, what: str) -> str:
 		f'{exports(s.env)}\n'
 		f'cd {shlex.quote(s.cwd)}\n'
 		f'echo {shlex.quote(banner)}\n'
-		'command -v bash >/dev/null && exec bash --norc -i\n'
-		'exec sh -i\n')
+		'if command -v bash >/dev/null; then bash --norc -i; '
+		'else sh -i; fi\n'
+		'st=$?\n'
+		f'echo $st > {shlex.quote(s.bin + "/" + STATUS)}\n'
+		'exit $st\n')
 
 
 def compile_progs(arch: arches.ArchParams, headers: Path,
@@ -211,11 +215,17 @@ def main(opts: pipeline.Options, ops: Ops,
 		script.chmod(0o755)
 		breq = request(opts, req, build, s, accel, outdir / 'console.log',
 			       shell=f'{s.bin}/{SHELL}')
+		status = s.bin_dir / STATUS
+		status.unlink(missing_ok=True)
 		done = boot.boot(breq, ops)
 		if done.returncode != 0:
 			progress(f'shell: vng ended with status {done.returncode}')
 			return EXIT_CANNOT_RUN
-		return 0
+		try:
+			return int(status.read_text())
+		except (OSError, ValueError):
+			# powered off from inside (poweroff, sysrq): no status
+			return 0
 	return _run(opts, req, build, s, accel, outdir, list(command), want,
 		    ops)
 

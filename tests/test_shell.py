@@ -3,6 +3,7 @@
 command and the vng/QEMU command line, the exit status."""
 
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -121,8 +122,34 @@ def test_shell_is_interactive_with_its_own_login_shell(fake_ops, built,
 	text = login.read_text()
 	assert f'export PERFCTR_HEADERS={build.build_dir}/usr/include' in text
 	assert f'cd {pipeline.paths.REPO}\n' in text
-	assert 'exec bash --norc -i' in text
+	assert 'bash --norc -i' in text
 	assert 'under TCG' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('status', [0, 3])
+def test_shell_exits_with_the_login_shells_status(status, fake_ops, built):
+	"""As ssh does: the guest's `exit 3` is inv shell's 3.  The login
+	script runs for real (sh), with a bash that exits with @status."""
+	built()
+
+	def login(argv):
+		script = Path(argv[argv.index('--shell') + 1])
+		# first on the PATH the script exports: the session's bin
+		(script.parent / 'bash').write_text(f'#!/bin/sh\nexit {status}\n')
+		(script.parent / 'bash').chmod(0o755)
+		rc = subprocess.run(['sh', str(script)],
+				    stdin=subprocess.DEVNULL).returncode
+		assert rc == status
+		return (0, '')
+	ops = fake_ops(answers=[('vng', login)])
+	assert shell.main(_opts(accel='tcg'), ops) == status
+
+
+def test_shell_powered_off_from_inside_exits_0(fake_ops, built):
+	"""poweroff in the guest: no status written, vng ends well."""
+	built()
+	ops = fake_ops(answers=[('vng', (0, ''))])
+	assert shell.main(_opts(accel='tcg'), ops) == 0
 
 
 def test_ppc64le_boots_inv_checks_root_qemu_and_cpu(fake_ops, built,
