@@ -134,7 +134,8 @@ static uint64_t pmc5(void)
 {
 	__u64 t, p[PERFCTR_MAX_COUNTERS];
 
-	if (vperfctr_state_read((const struct vperfctr_state *)st, &t, p))
+	if (vperfctr_state_read((const struct vperfctr_state *)st, &t, p,
+				PERFCTR_MAX_COUNTERS))
 		return 0;
 	return p[0];
 }
@@ -357,7 +358,7 @@ static void c_fast(int i)
 	__u64 t, p[PERFCTR_MAX_COUNTERS];
 
 	vperfctr_state_read((const struct vperfctr_state *)st, &t,
-			    has_pmc ? p : NULL);
+			    has_pmc ? p : NULL, has_pmc ? PERFCTR_MAX_COUNTERS : 0);
 	asm volatile("" : : "r"(t));
 }
 

@@ -64,6 +64,7 @@ EXPECT = {
 				  'vperfctr_pmc_test.pmc.instructions_scale',
 				  'vperfctr_pmc_test.pmc.other_thread_not_counted',
 				  'vperfctr_pmc_test.pmc.fast_read_agrees_with_syscall',
+				  'vperfctr_pmc_test.pmc.fast_read_bounded_by_the_callers_slots',
 				  'vperfctr_pmc_test.pmc.perf_and_perfctr_exclude_each_other',
 				  'vperfctr_pmc_test.overflow.signal_after_period',
 				  'vperfctr_pmc_test.overflow.iresume_restarts',

@@ -58,7 +58,7 @@ int main(void)
 		mark_penable();
 		ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0);
 		mark_fast();
-		vperfctr_state_read(st, &t, p);
+		vperfctr_state_read(st, &t, p, PERFCTR_MAX_COUNTERS);
 		mark_end();
 	}
 }

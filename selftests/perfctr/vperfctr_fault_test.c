@@ -64,13 +64,25 @@ static const char *const knobs[][2] = {
 	{ "/sys/kernel/debug/fail_page_alloc/verbose", "0" },
 };
 
+/* The thread pointer __rseq_offset is relative to (selftests/rseq's). */
+static void *thread_pointer(void)
+{
+#if defined(__powerpc64__)
+	register void *tp __asm__("r13");
+
+	__asm__ ("" : "=r" (tp));
+	return tp;
+#else
+	return __builtin_thread_pointer();
+#endif
+}
+
 /* glibc registered this thread's rseq area (2.35 and later): take it back. */
 static int rseq_off(void)
 {
 	if (!__rseq_size)
 		return 0;
-	return syscall(__NR_rseq,
-		       (char *)__builtin_thread_pointer() + __rseq_offset,
+	return syscall(__NR_rseq, (char *)thread_pointer() + __rseq_offset,
 		       __rseq_size < 32 ? 32 : __rseq_size, RSEQ_FLAG_UNREGISTER,
 		       RSEQ_SIG);
 }

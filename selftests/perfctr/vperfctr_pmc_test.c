@@ -192,7 +192,8 @@ static uint64_t fast_pmc0(const volatile struct vperfctr_state *st)
 {
 	uint64_t tsc, pmc[PERFCTR_MAX_COUNTERS];
 
-	if (vperfctr_state_read((const struct vperfctr_state *)st, &tsc, pmc))
+	if (vperfctr_state_read((const struct vperfctr_state *)st, &tsc, pmc,
+				PERFCTR_MAX_COUNTERS))
 		return ~0ULL;	/* not readable now: the caller's check fails */
 	return pmc[0];
 }
@@ -278,6 +279,49 @@ TEST_F(pmc, unused_slots_read_zero)
 		}
 		ASSERT_EQ(0, s.__reserved);
 	}
+	munmap((void *)st, sysconf(_SC_PAGESIZE));
+}
+
+/*
+ * The fast read writes at most the slots the caller has room for: a
+ * monitor (or a sibling) may load a control with more slots at any time,
+ * and the page's nrctrs is theirs, not the caller's.
+ */
+TEST_F(pmc, fast_read_bounded_by_the_callers_slots)
+{
+	const struct vperfctr_state *st;
+	struct vperfctr_control two;
+	__u64 tsc, buf[1 + 3];
+	int i;
+
+	if (info.nr_counters < 2)
+		SKIP(return, "needs two counters (this PMU has %u)",
+		     info.nr_counters);
+	st = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, st) TH_LOG("%m");
+	ASSERT_EQ(1, instructions_control(&two, 0));
+	two.cpu_control.nractrs = 2;
+	if (info.cpu_type == PERFCTR_CPU_PPC64_BOOK3S) {
+		two.cpu_control.pmc_map[1] = 5;		/* PMC6: cycles */
+	} else {
+		two.cpu_control.pmc_map[1] = 1;
+		two.cpu_control.evntsel[1] = 0x3c | (1 << 16);	/* cycles */
+	}
+	ASSERT_EQ(0, sys_vperfctr_control(self->fd, &two, sizeof(two), 0))
+		TH_LOG("%m");
+	ASSERT_EQ(2, st->nrctrs);
+	for (i = 0; i < 4; i++)
+		buf[i] = 0x5a5a5a5a5a5a5a5aULL;
+	/* room for one slot of the page's two */
+	ASSERT_EQ(0, vperfctr_state_read(st, &tsc, buf, 1));
+	ASSERT_NE(0x5a5a5a5a5a5a5a5aULL, buf[0]);
+	for (i = 1; i < 4; i++)
+		EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, buf[i])
+			TH_LOG("buf[%d] written past the 1 slot given", i);
+	ASSERT_EQ(0, vperfctr_state_read(st, &tsc, buf, 2));
+	EXPECT_NE(0x5a5a5a5a5a5a5a5aULL, buf[1]);
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, buf[2]);
+	ASSERT_EQ(0, vperfctr_state_read(st, &tsc, NULL, 4));	/* TSC alone */
 	munmap((void *)st, sysconf(_SC_PAGESIZE));
 }
 

@@ -462,7 +462,7 @@ static uint64_t fast_tsc(const volatile struct vperfctr_state *st)
 {
 	uint64_t tsc = 0;
 
-	vperfctr_state_read((const struct vperfctr_state *)st, &tsc, NULL);
+	vperfctr_state_read((const struct vperfctr_state *)st, &tsc, NULL, 0);
 	return tsc;
 }
 #endif
