@@ -19,6 +19,7 @@ the session's, results/shell/<stamp>-<arch>/guest/bin on the host.
 """
 
 import datetime
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,14 @@ from .ops import Ops, progress
 
 BIN = 'bin'
 SHELL = 'perfctr-shell'
+# What QEMU itself says at start-up, not the command: the backport QEMU
+# (ppc64le) finding the system build's display and audio modules, and
+# TCG's pseries capability warnings.  Kept in the console log, not
+# printed among the command's output.
+QEMU_NOISE = re.compile(
+	r"qemu-system-\w+: (failed to (initialize|open) module: |"
+	r"warning: TCG doesn't support requested feature, cap-)|"
+	r"Only modules from the same build can be loaded\.$")
 STATUS = '.shell-status'	# the login shell's exit status, for inv shell's
 # inv check runs the KUnit suites at boot; a person's guest skips them
 # (minutes of emulated POWER before the prompt): inv check runs them.
@@ -241,7 +250,8 @@ def _run(opts, req, build, s: Session, accel: boot.AccelChoice,
 		kvm = accel.accel is boot.Accel.KVM
 
 		def line(text: str) -> Optional[str]:
-			print(text, flush=True)
+			if not QEMU_NOISE.match(text):
+				print(text, flush=True)
 			return boot.kvm_failure(text) if kvm else None
 		done = boot.boot(breq, ops, watch=line)
 		if not (kvm and done.stopped.startswith(boot.KVM_FAILED)):

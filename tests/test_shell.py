@@ -108,6 +108,26 @@ def test_perfex_on_path_runs_the_checkouts_perfex(fake_ops, built):
 	assert f'exec {sys.executable} -m pytools.guest.perfex "$@"' in text
 
 
+def test_run_keeps_qemus_start_up_noise_out_of_the_output(fake_ops, built,
+							  capsys):
+	"""What the backport QEMU prints at start-up (seen on ppc64le) is not
+	the command's output; a line of the command that merely mentions
+	QEMU is."""
+	built()
+	noise = ('qemu-system-ppc64: failed to initialize module: '
+		 '/usr/lib/x86_64-linux-gnu/qemu/ui-opengl.so\n'
+		 'Only modules from the same build can be loaded.\n'
+		 'qemu-system-ppc64: failed to open module: /usr/lib/x86_64-'
+		 'linux-gnu/qemu/audio-alsa.so: undefined symbol: audio_calloc\n'
+		 "qemu-system-ppc64: warning: TCG doesn't support requested "
+		 'feature, cap-cfpc=workaround\n')
+	ops = fake_ops(answers=[('vng', (0, noise + 'hello\n'
+					   'qemu-system-ppc64 is my QEMU\n'))])
+	assert shell.main(_opts(accel='tcg'), ops, command=['echo']) == 0
+	out = capsys.readouterr().out
+	assert out == 'hello\nqemu-system-ppc64 is my QEMU\n'
+
+
 def test_shell_is_interactive_with_its_own_login_shell(fake_ops, built,
 						       capsys):
 	build = built()
