@@ -562,6 +562,68 @@ TEST(target_cannot_read_kernel_counts)
 }
 
 /*
+ * A descriptor the target opened itself, unprivileged, would show the
+ * sums of a kernel-mode control a privileged monitor loads later (the
+ * fourth blind pair's core 4): the monitor's kernel-mode control is
+ * refused (EACCES) while that descriptor exists, and loads once the
+ * target closed it.
+ */
+TEST(kernel_control_refused_while_target_holds_fd)
+{
+	struct vperfctr_control c;
+	int go[2], done[2], saved, fd, status, err_open, err_closed;
+	char ch;
+	pid_t t;
+
+	if (info.cpu_type != PERFCTR_CPU_PPC64_BOOK3S || !info.nr_counters)
+		SKIP(return, "needs POWER counters (ppc64le here)");
+	saved = read_int(PARANOID);
+	if (geteuid() != 0 || saved == -100 || write_int(PARANOID, 2))
+		SKIP(return, "needs root and %s", PARANOID);
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	t = fork();
+	ASSERT_LE(0, t);
+	if (t == 0) {
+		int own;
+
+		if (drop_privileges())
+			_exit(1);
+		own = sys_vperfctr_open(0, VPERFCTR_OPEN_CREAT);
+		if (own < 0)
+			_exit(2);
+		if (write(done[1], "o", 1) != 1 || read(go[0], &ch, 1) != 1)
+			_exit(3);
+		close(own);
+		if (write(done[1], "c", 1) != 1 || read(go[0], &ch, 1) != 1)
+			_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(done[0], &ch, 1));
+	fd = sys_vperfctr_open(t, 0);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	tsc_control(&c);
+	c.cpu_control.nractrs = 1;
+	c.cpu_control.pmc_map[0] = 4;		/* PMC5: instructions */
+	c.cpu_control.evntsel[0] = 0x100;	/* user and kernel */
+	err_open = sys_vperfctr_control(fd, &c, sizeof(c), 0) ? errno : 0;
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(done[0], &ch, 1));	/* the target closed its fd */
+	err_closed = sys_vperfctr_control(fd, &c, sizeof(c), 0) ? errno : 0;
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(t, waitpid(t, &status, 0));
+	write_int(PARANOID, saved);
+	close(fd);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("target exited %d", WEXITSTATUS(status));
+	TH_LOG("kernel-mode control while the target holds its own fd: %s; after its close: %s",
+	       err_open ? strerror(err_open) : "loaded",
+	       err_closed ? strerror(err_closed) : "loaded");
+	EXPECT_EQ(EACCES, err_open);
+	EXPECT_EQ(0, err_closed);
+}
+
+/*
  * G4: a mapping of the state page holds the file, so closing the last
  * fd does not detach: the counters keep counting, the page updates,
  * and the thread can open them again, until munmap (or exit, or exec).
