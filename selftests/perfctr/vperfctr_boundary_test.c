@@ -624,6 +624,71 @@ TEST(kernel_control_refused_while_target_holds_fd)
 }
 
 /*
+ * A privileged monitor's kernel-mode control, replaced by a TSC-only one:
+ * the target may then open and map its counters, and must find nothing
+ * of the old control there, the start values included (after a suspend
+ * they held the counters' last kernel+user reading; the sixth blind
+ * pair's core 1).
+ */
+TEST(replaced_kernel_control_leaves_no_start_values)
+{
+	struct vperfctr_control c;
+	int go[2], done[2], saved, fd, status;
+	char ch;
+	pid_t t;
+
+	if (info.cpu_type != PERFCTR_CPU_PPC64_BOOK3S || !info.nr_counters)
+		SKIP(return, "needs POWER counters (ppc64le here)");
+	saved = read_int(PARANOID);
+	if (geteuid() != 0 || saved == -100 || write_int(PARANOID, 2))
+		SKIP(return, "needs root and %s", PARANOID);
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	t = fork();
+	ASSERT_LE(0, t);
+	if (t == 0) {
+		const struct vperfctr_state *st;
+		int own, i;
+
+		if (drop_privileges() || write(done[1], "r", 1) != 1 ||
+		    read(go[0], &ch, 1) != 1)
+			_exit(1);
+		loop(100000);		/* counted, kernel mode too */
+		if (write(done[1], "s", 1) != 1 || read(go[0], &ch, 1) != 1)
+			_exit(1);
+		own = sys_vperfctr_open(0, 0);
+		if (own < 0)
+			_exit(2);
+		st = mmap(NULL, 4096, PROT_READ, MAP_SHARED, own, 0);
+		if (st == MAP_FAILED)
+			_exit(3);
+		for (i = 0; i < PERFCTR_MAX_COUNTERS; i++)
+			if (st->pmc_start[i] || st->pmc_sum[i])
+				_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(done[0], &ch, 1));
+	fd = sys_vperfctr_open(t, VPERFCTR_OPEN_CREAT);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	tsc_control(&c);
+	c.cpu_control.nractrs = 1;
+	c.cpu_control.pmc_map[0] = 4;		/* PMC5: instructions */
+	c.cpu_control.evntsel[0] = 0x100;	/* user and kernel */
+	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(done[0], &ch, 1));	/* it counted, and waits */
+	tsc_control(&c);
+	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(t, waitpid(t, &status, 0));
+	write_int(PARANOID, saved);
+	close(fd);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("target exited %d (2: no open, 3: no mapping, 4: the old control's start values or sums on its page)",
+		       WEXITSTATUS(status));
+}
+
+/*
  * G4: a mapping of the state page holds the file, so closing the last
  * fd does not detach: the counters keep counting, the page updates,
  * and the thread can open them again, until munmap (or exit, or exec).
