@@ -493,72 +493,162 @@ static void on_sigill(int sig)
 }
 
 /*
- * G2: a privileged monitor counts user and kernel mode in an unprivileged
- * target (paranoid 2).  The target may not read those counts itself: no
- * fd of its own (vperfctr_open(0) refused) and no direct read of the PMC
- * (mfspr UPMC5 traps, or reads nothing).  Results: [0] the open's errno,
- * [1] 'T' trapped, 'Z' read 0, 'R' read a count.
+ * A privileged monitor and an unprivileged target (G2 and the two tests
+ * after it): perf_event_paranoid 2, a child that drops to nobody before
+ * it does anything else, two pipes (the target says where it is on
+ * "done", the monitor lets it go on with "go") and a shared page for
+ * what the target saw.  The teardown restores the sysctl and reaps the
+ * target whatever the test's end.
  */
-TEST(target_cannot_read_kernel_counts)
+FIXTURE(unpriv)
 {
 	volatile int *res;
-	struct vperfctr_control c;
-	int go[2], done[2], saved, fd, status;
-	char ch;
-	pid_t t;
+	int go[2], done[2];
+	int saved_paranoid;
+	pid_t target;
+};
 
+FIXTURE_SETUP(unpriv)
+{
+	self->target = -1;
+	self->saved_paranoid = -100;
 	if (info.cpu_type != PERFCTR_CPU_PPC64_BOOK3S || !info.nr_counters)
 		SKIP(return, "needs POWER counters (ppc64le here)");
-	saved = read_int(PARANOID);
-	if (geteuid() != 0 || saved == -100 || write_int(PARANOID, 2))
-		SKIP(return, "needs root and %s", PARANOID);
-	res = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, res);
-	ASSERT_EQ(0, pipe(go));
-	ASSERT_EQ(0, pipe(done));
-	t = fork();
-	ASSERT_LE(0, t);
-	if (t == 0) {
-		volatile uint64_t v = 0;
-		int i;
-
-		if (drop_privileges() || write(done[1], "r", 1) != 1 ||
-		    read(go[0], &ch, 1) != 1)
-			_exit(1);
-		fd = sys_vperfctr_open(0, 0);
-		res[0] = fd < 0 ? errno : 0;
-		signal(SIGILL, on_sigill);
-		if (sigsetjmp(sigill_jmp, 1)) {
-			res[1] = 'T';
-		} else {
-			for (i = 0; i < 100; i++)
-				getppid();
-#ifdef __powerpc64__
-			asm volatile("mfspr %0, 775" : "=r"(v));
-#endif
-			res[1] = v ? 'R' : 'Z';
-		}
-		_exit(0);
+	if (geteuid() != 0)
+		SKIP(return, "needs root to set %s and drop to uid %d",
+		     PARANOID, NOBODY);
+	self->res = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->res);
+	ASSERT_EQ(0, pipe(self->go));
+	ASSERT_EQ(0, pipe(self->done));
+	self->saved_paranoid = read_int(PARANOID);
+	if (self->saved_paranoid == -100 || write_int(PARANOID, 2)) {
+		self->saved_paranoid = -100;
+		SKIP(return, "cannot set %s to 2", PARANOID);
 	}
-	ASSERT_EQ(1, read(done[0], &ch, 1));
+}
+
+FIXTURE_TEARDOWN(unpriv)
+{
+	if (self->target > 0) {
+		kill(self->target, SIGKILL);
+		waitpid(self->target, NULL, 0);
+	}
+	if (self->saved_paranoid != -100)
+		write_int(PARANOID, self->saved_paranoid);
+}
+
+/* The target's side: report @step to the monitor, wait for its go. */
+static int target_step(FIXTURE_DATA(unpriv) *self, char step)
+{
+	char ch;
+
+	if (write(self->done[1], &step, 1) != 1 || read(self->go[0], &ch, 1) != 1)
+		return -1;
+	return 0;
+}
+
+/* The monitor's side: wait for the target's next step, then let it go on. */
+static char monitor_wait(FIXTURE_DATA(unpriv) *self)
+{
+	char ch = 0;
+
+	return read(self->done[0], &ch, 1) == 1 ? ch : 0;
+}
+
+static int monitor_go(FIXTURE_DATA(unpriv) *self)
+{
+	return write(self->go[1], "g", 1) == 1 ? 0 : -1;
+}
+
+/*
+ * Fork the target: it drops to nobody and runs @body, whose return is
+ * its exit status (0: what the test expects from the target's side).
+ */
+static pid_t start_unprivileged_target(FIXTURE_DATA(unpriv) *self,
+				       int (*body)(FIXTURE_DATA(unpriv) *))
+{
+	pid_t t = fork();
+
+	if (t == 0)
+		_exit(drop_privileges() ? 100 : body(self));
+	self->target = t;
+	return t;
+}
+
+/* Reap the target; its exit status, or -1 when it did not exit. */
+static int target_exit(FIXTURE_DATA(unpriv) *self)
+{
+	int status;
+
+	if (waitpid(self->target, &status, 0) != self->target)
+		return -1;
+	self->target = -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* PMC5 (instructions), user and kernel mode: what paranoid 2 denies. */
+static void kernel_mode_control(struct vperfctr_control *c)
+{
+	tsc_control(c);
+	c->cpu_control.nractrs = 1;
+	c->cpu_control.pmc_map[0] = 4;
+	c->cpu_control.evntsel[0] = 0x100;
+}
+
+/*
+ * G2: a privileged monitor counts user and kernel mode in an unprivileged
+ * target.  The target may not read those counts itself: no fd of its
+ * own (vperfctr_open(0) refused) and no direct read of the PMC (mfspr
+ * UPMC5 traps, or reads nothing).  The target writes res[0], the open's
+ * errno, and res[1], 'T' trapped, 'Z' read 0, 'R' read a count.
+ */
+static int read_kernel_counts(FIXTURE_DATA(unpriv) *self)
+{
+	volatile uint64_t v = 0;
+	int fd, i;
+
+	if (target_step(self, 'r'))
+		return 1;
+	fd = sys_vperfctr_open(0, 0);
+	self->res[0] = fd < 0 ? errno : 0;
+	signal(SIGILL, on_sigill);
+	if (sigsetjmp(sigill_jmp, 1)) {
+		self->res[1] = 'T';
+	} else {
+		for (i = 0; i < 100; i++)
+			getppid();
+#ifdef __powerpc64__
+		asm volatile("mfspr %0, 775" : "=r"(v));
+#endif
+		self->res[1] = v ? 'R' : 'Z';
+	}
+	return 0;
+}
+
+TEST_F(unpriv, target_cannot_read_kernel_counts)
+{
+	struct vperfctr_control c;
+	int fd;
+	pid_t t;
+
+	t = start_unprivileged_target(self, read_kernel_counts);
+	ASSERT_LE(0, t);
+	ASSERT_EQ('r', monitor_wait(self));
 	fd = sys_vperfctr_open(t, VPERFCTR_OPEN_CREAT);
 	ASSERT_LE(0, fd) TH_LOG("%m");
-	tsc_control(&c);
-	c.cpu_control.nractrs = 1;
-	c.cpu_control.pmc_map[0] = 4;		/* PMC5: instructions */
-	c.cpu_control.evntsel[0] = 0x100;	/* user and kernel */
+	kernel_mode_control(&c);
 	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	ASSERT_EQ(t, waitpid(t, &status, 0));
-	write_int(PARANOID, saved);
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	TH_LOG("target: vperfctr_open(0) %s, mfspr UPMC5 %s",
-	       res[0] ? strerror(res[0]) : "succeeded",
-	       res[1] == 'T' ? "trapped" : res[1] == 'Z' ? "read 0" : "read a count");
-	EXPECT_EQ(EACCES, res[0]);
-	EXPECT_NE('R', res[1]);
+	ASSERT_EQ(0, monitor_go(self));
+	ASSERT_EQ(0, target_exit(self));
 	close(fd);
+	TH_LOG("target: vperfctr_open(0) %s, mfspr UPMC5 %s",
+	       self->res[0] ? strerror(self->res[0]) : "succeeded",
+	       self->res[1] == 'T' ? "trapped" :
+	       self->res[1] == 'Z' ? "read 0" : "read a count");
+	EXPECT_EQ(EACCES, self->res[0]);
+	EXPECT_NE('R', self->res[1]);
 }
 
 /*
@@ -568,54 +658,39 @@ TEST(target_cannot_read_kernel_counts)
  * refused (EACCES) while that descriptor exists, and loads once the
  * target closed it.
  */
-TEST(kernel_control_refused_while_target_holds_fd)
+static int hold_own_fd(FIXTURE_DATA(unpriv) *self)
+{
+	int own = sys_vperfctr_open(0, VPERFCTR_OPEN_CREAT);
+
+	if (own < 0)
+		return 2;
+	if (target_step(self, 'o'))
+		return 3;
+	close(own);
+	if (target_step(self, 'c'))
+		return 4;
+	return 0;
+}
+
+TEST_F(unpriv, kernel_control_refused_while_target_holds_fd)
 {
 	struct vperfctr_control c;
-	int go[2], done[2], saved, fd, status, err_open, err_closed;
-	char ch;
+	int fd, err_open, err_closed;
 	pid_t t;
 
-	if (info.cpu_type != PERFCTR_CPU_PPC64_BOOK3S || !info.nr_counters)
-		SKIP(return, "needs POWER counters (ppc64le here)");
-	saved = read_int(PARANOID);
-	if (geteuid() != 0 || saved == -100 || write_int(PARANOID, 2))
-		SKIP(return, "needs root and %s", PARANOID);
-	ASSERT_EQ(0, pipe(go));
-	ASSERT_EQ(0, pipe(done));
-	t = fork();
+	t = start_unprivileged_target(self, hold_own_fd);
 	ASSERT_LE(0, t);
-	if (t == 0) {
-		int own;
-
-		if (drop_privileges())
-			_exit(1);
-		own = sys_vperfctr_open(0, VPERFCTR_OPEN_CREAT);
-		if (own < 0)
-			_exit(2);
-		if (write(done[1], "o", 1) != 1 || read(go[0], &ch, 1) != 1)
-			_exit(3);
-		close(own);
-		if (write(done[1], "c", 1) != 1 || read(go[0], &ch, 1) != 1)
-			_exit(4);
-		_exit(0);
-	}
-	ASSERT_EQ(1, read(done[0], &ch, 1));
+	ASSERT_EQ('o', monitor_wait(self));
 	fd = sys_vperfctr_open(t, 0);
 	ASSERT_LE(0, fd) TH_LOG("%m");
-	tsc_control(&c);
-	c.cpu_control.nractrs = 1;
-	c.cpu_control.pmc_map[0] = 4;		/* PMC5: instructions */
-	c.cpu_control.evntsel[0] = 0x100;	/* user and kernel */
+	kernel_mode_control(&c);
 	err_open = sys_vperfctr_control(fd, &c, sizeof(c), 0) ? errno : 0;
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	ASSERT_EQ(1, read(done[0], &ch, 1));	/* the target closed its fd */
+	ASSERT_EQ(0, monitor_go(self));
+	ASSERT_EQ('c', monitor_wait(self));	/* the target closed its fd */
 	err_closed = sys_vperfctr_control(fd, &c, sizeof(c), 0) ? errno : 0;
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	ASSERT_EQ(t, waitpid(t, &status, 0));
-	write_int(PARANOID, saved);
+	ASSERT_EQ(0, monitor_go(self));
+	ASSERT_EQ(0, target_exit(self));
 	close(fd);
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		TH_LOG("target exited %d", WEXITSTATUS(status));
 	TH_LOG("kernel-mode control while the target holds its own fd: %s; after its close: %s",
 	       err_open ? strerror(err_open) : "loaded",
 	       err_closed ? strerror(err_closed) : "loaded");
@@ -628,64 +703,52 @@ TEST(kernel_control_refused_while_target_holds_fd)
  * the target may then open and map its counters, and must find nothing
  * of the old control there, the start values included (after a suspend
  * they held the counters' last kernel+user reading; the sixth blind
- * pair's core 1).
+ * pair's core 1).  The target's exit: 2 no open, 3 no mapping, 4 the old
+ * control's start values or sums on its page.
  */
-TEST(replaced_kernel_control_leaves_no_start_values)
+static int count_then_map(FIXTURE_DATA(unpriv) *self)
+{
+	const struct vperfctr_state *st;
+	int own, i;
+
+	if (target_step(self, 'r'))
+		return 1;
+	loop(100000);		/* counted, kernel mode too */
+	if (target_step(self, 's'))
+		return 1;
+	own = sys_vperfctr_open(0, 0);
+	if (own < 0)
+		return 2;
+	st = mmap(NULL, 4096, PROT_READ, MAP_SHARED, own, 0);
+	if (st == MAP_FAILED)
+		return 3;
+	for (i = 0; i < PERFCTR_MAX_COUNTERS; i++)
+		if (st->pmc_start[i] || st->pmc_sum[i])
+			return 4;
+	return 0;
+}
+
+TEST_F(unpriv, replaced_kernel_control_leaves_no_start_values)
 {
 	struct vperfctr_control c;
-	int go[2], done[2], saved, fd, status;
-	char ch;
+	int fd;
 	pid_t t;
 
-	if (info.cpu_type != PERFCTR_CPU_PPC64_BOOK3S || !info.nr_counters)
-		SKIP(return, "needs POWER counters (ppc64le here)");
-	saved = read_int(PARANOID);
-	if (geteuid() != 0 || saved == -100 || write_int(PARANOID, 2))
-		SKIP(return, "needs root and %s", PARANOID);
-	ASSERT_EQ(0, pipe(go));
-	ASSERT_EQ(0, pipe(done));
-	t = fork();
+	t = start_unprivileged_target(self, count_then_map);
 	ASSERT_LE(0, t);
-	if (t == 0) {
-		const struct vperfctr_state *st;
-		int own, i;
-
-		if (drop_privileges() || write(done[1], "r", 1) != 1 ||
-		    read(go[0], &ch, 1) != 1)
-			_exit(1);
-		loop(100000);		/* counted, kernel mode too */
-		if (write(done[1], "s", 1) != 1 || read(go[0], &ch, 1) != 1)
-			_exit(1);
-		own = sys_vperfctr_open(0, 0);
-		if (own < 0)
-			_exit(2);
-		st = mmap(NULL, 4096, PROT_READ, MAP_SHARED, own, 0);
-		if (st == MAP_FAILED)
-			_exit(3);
-		for (i = 0; i < PERFCTR_MAX_COUNTERS; i++)
-			if (st->pmc_start[i] || st->pmc_sum[i])
-				_exit(4);
-		_exit(0);
-	}
-	ASSERT_EQ(1, read(done[0], &ch, 1));
+	ASSERT_EQ('r', monitor_wait(self));
 	fd = sys_vperfctr_open(t, VPERFCTR_OPEN_CREAT);
 	ASSERT_LE(0, fd) TH_LOG("%m");
-	tsc_control(&c);
-	c.cpu_control.nractrs = 1;
-	c.cpu_control.pmc_map[0] = 4;		/* PMC5: instructions */
-	c.cpu_control.evntsel[0] = 0x100;	/* user and kernel */
+	kernel_mode_control(&c);
 	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	ASSERT_EQ(1, read(done[0], &ch, 1));	/* it counted, and waits */
+	ASSERT_EQ(0, monitor_go(self));
+	ASSERT_EQ('s', monitor_wait(self));	/* it counted, and waits */
 	tsc_control(&c);
 	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	ASSERT_EQ(t, waitpid(t, &status, 0));
-	write_int(PARANOID, saved);
+	ASSERT_EQ(0, monitor_go(self));
+	EXPECT_EQ(0, target_exit(self))
+		TH_LOG("the target's exit: 2 no open, 3 no mapping, 4 the old control's values on its page");
 	close(fd);
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		TH_LOG("target exited %d (2: no open, 3: no mapping, 4: the old control's start values or sums on its page)",
-		       WEXITSTATUS(status));
 }
 
 /*
