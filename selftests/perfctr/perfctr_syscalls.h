@@ -58,6 +58,27 @@ static inline int sys_vperfctr_unlink(int fd)
 {
 	return sys_vperfctr_unlink_flags(fd, 0);
 }
+
+/*
+ * Create @tid's counters and load @c: the fd, or -1 with the failing
+ * call's errno (the fd closed again).
+ */
+static inline int vperfctr_open_control(pid_t tid,
+					const struct vperfctr_control *c)
+{
+	int fd = sys_vperfctr_open(tid, VPERFCTR_OPEN_CREAT);
+
+	if (fd < 0)
+		return -1;
+	if (sys_vperfctr_control(fd, c, sizeof(*c), 0)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
 #endif
 
 #endif /* __PERFCTR_SYSCALLS_H */

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,6 +30,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <linux/io_uring.h>
+#include <sys/mount.h>
 #include <linux/sched.h>
 
 #include "kselftest_harness.h"
@@ -597,6 +597,15 @@ static void kernel_mode_control(struct vperfctr_control *c)
 	c->cpu_control.evntsel[0] = 0x100;
 }
 
+/* The monitor creates @t's counters with a kernel-mode control: its fd, or -1. */
+static int monitor_counts_kernel_mode(pid_t t)
+{
+	struct vperfctr_control c;
+
+	kernel_mode_control(&c);
+	return vperfctr_open_control(t, &c);
+}
+
 /*
  * G2: a privileged monitor counts user and kernel mode in an unprivileged
  * target.  The target may not read those counts itself: no fd of its
@@ -629,17 +638,14 @@ static int read_kernel_counts(FIXTURE_DATA(unpriv) *self)
 
 TEST_F(unpriv, target_cannot_read_kernel_counts)
 {
-	struct vperfctr_control c;
 	int fd;
 	pid_t t;
 
 	t = start_unprivileged_target(self, read_kernel_counts);
 	ASSERT_LE(0, t);
 	ASSERT_EQ('r', monitor_wait(self));
-	fd = sys_vperfctr_open(t, VPERFCTR_OPEN_CREAT);
+	fd = monitor_counts_kernel_mode(t);
 	ASSERT_LE(0, fd) TH_LOG("%m");
-	kernel_mode_control(&c);
-	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
 	ASSERT_EQ(0, monitor_go(self));
 	ASSERT_EQ(0, target_exit(self));
 	close(fd);
@@ -737,10 +743,8 @@ TEST_F(unpriv, replaced_kernel_control_leaves_no_start_values)
 	t = start_unprivileged_target(self, count_then_map);
 	ASSERT_LE(0, t);
 	ASSERT_EQ('r', monitor_wait(self));
-	fd = sys_vperfctr_open(t, VPERFCTR_OPEN_CREAT);
+	fd = monitor_counts_kernel_mode(t);
 	ASSERT_LE(0, fd) TH_LOG("%m");
-	kernel_mode_control(&c);
-	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
 	ASSERT_EQ(0, monitor_go(self));
 	ASSERT_EQ('s', monitor_wait(self));	/* it counted, and waits */
 	tsc_control(&c);

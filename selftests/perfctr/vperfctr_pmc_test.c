@@ -75,18 +75,10 @@ static uint64_t read_pmc0(int fd)
 static int open_counting(void)
 {
 	struct vperfctr_control c;
-	int fd = sys_vperfctr_open(0, VPERFCTR_OPEN_CREAT);
 
-	if (fd < 0 || !instructions_control(&c, 0))
+	if (!instructions_control(&c, 0))
 		return -1;
-	if (sys_vperfctr_control(fd, &c, sizeof(c), 0)) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	return fd;
+	return vperfctr_open_control(0, &c);
 }
 
 static uint64_t counted(int fd, unsigned long n)
@@ -190,7 +182,7 @@ TEST_F(pmc, other_thread_not_counted)
 /* The fast read as the uapi header publishes it (vperfctr_state_read()). */
 static uint64_t fast_pmc0(const volatile struct vperfctr_state *st)
 {
-	uint64_t tsc, pmc[PERFCTR_MAX_COUNTERS];
+	__u64 tsc, pmc[PERFCTR_MAX_COUNTERS];
 
 	if (vperfctr_state_read((const struct vperfctr_state *)st, &tsc, pmc,
 				PERFCTR_MAX_COUNTERS))

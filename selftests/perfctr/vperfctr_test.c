@@ -460,7 +460,7 @@ TEST_F(vperfctr, two_threads_one_cpu_count_themselves)
 /* The lock-free user-space read, as the uapi header publishes it. */
 static uint64_t fast_tsc(const volatile struct vperfctr_state *st)
 {
-	uint64_t tsc = 0;
+	__u64 tsc = 0;
 
 	vperfctr_state_read((const struct vperfctr_state *)st, &tsc, NULL, 0);
 	return tsc;
