@@ -658,6 +658,91 @@ TEST_F(unpriv, target_cannot_read_kernel_counts)
 }
 
 /*
+ * The target's direct read of PMC5 after the monitor's control: res[1]
+ * 'T' mfspr trapped, 'Z' read 0, 'R' read a count (as above).
+ */
+static int try_direct_read(FIXTURE_DATA(unpriv) *self)
+{
+	volatile uint64_t v = 0;
+	int i;
+
+	if (target_step(self, 'r'))
+		return 1;
+	signal(SIGILL, on_sigill);
+	if (sigsetjmp(sigill_jmp, 1)) {
+		self->res[1] = 'T';
+	} else {
+		for (i = 0; i < 100; i++)
+			getppid();
+#ifdef __powerpc64__
+		asm volatile("mfspr %0, 775" : "=r"(v));
+#endif
+		self->res[1] = v ? 'R' : 'Z';
+	}
+	return 0;
+}
+
+static char direct_read_under(FIXTURE_DATA(unpriv) *self,
+			      struct __test_metadata *_metadata,
+			      int paranoid, bool kernel)
+{
+	struct vperfctr_control c;
+	int fd;
+	pid_t t;
+
+	ASSERT_EQ(0, write_int(PARANOID, paranoid));
+	t = start_unprivileged_target(self, try_direct_read);
+	ASSERT_LE(0, t);
+	ASSERT_EQ('r', monitor_wait(self));
+	kernel_mode_control(&c);
+	if (!kernel)
+		c.cpu_control.evntsel[0] = 0;
+	fd = vperfctr_open_control(t, &c);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	ASSERT_EQ(0, monitor_go(self));
+	ASSERT_EQ(0, target_exit(self));
+	close(fd);
+	return self->res[1];
+}
+
+/*
+ * At perf_event_paranoid 1 any thread may count the kernel itself, but
+ * its LSM may deny it, and no LSM hook answers for another thread: a
+ * kernel-mode control a monitor loads into a thread gives it no direct
+ * read (the eighth blind pair's core RISK-2).
+ */
+TEST_F(unpriv, remote_kernel_control_no_direct_read)
+{
+	char r = direct_read_under(self, _metadata, 1, true);
+
+	TH_LOG("paranoid 1, a monitor's kernel-mode control: the target's mfspr UPMC5 %s",
+	       r == 'T' ? "trapped" : r == 'Z' ? "read 0" : "read a count");
+	EXPECT_NE('R', r);
+}
+
+/*
+ * At Debian's level 3 perf gives a task without CAP_SYS_ADMIN nothing,
+ * a direct read of its own event's counter included: nor does perfctr,
+ * for a user-mode control a monitor loads (AMD's RDPMC reaches the
+ * uncore counters too; the eighth blind pair's arch RISK 2).  At level 2
+ * the same control reads.
+ */
+TEST_F(unpriv, paranoid3_no_direct_read)
+{
+	char r2, r3;
+
+	if (write_int(PARANOID, 3))
+		SKIP(return, "this kernel has no perf_event_paranoid level 3 (Debian's)");
+	r3 = direct_read_under(self, _metadata, 3, false);
+	r2 = direct_read_under(self, _metadata, 2, false);
+	TH_LOG("a monitor's user-mode control: the target's mfspr UPMC5 at level 3 %s, at level 2 %s",
+	       r3 == 'T' ? "trapped" : r3 == 'Z' ? "read 0" : "read a count",
+	       r2 == 'T' ? "trapped" : r2 == 'Z' ? "read 0" : "read a count");
+	EXPECT_NE('R', r3);
+	EXPECT_EQ('R', r2);
+}
+
+/*
  * A descriptor the target opened itself, unprivileged, would show the
  * sums of a kernel-mode control a privileged monitor loads later (the
  * fourth blind pair's core 4): the monitor's kernel-mode control is
@@ -850,7 +935,7 @@ TEST(notsc_thread_no_user_tsc)
 TEST(io_uring_worker_refused)
 {
 	struct io_uring_params p;
-	char path[64], comm[64];
+	char path[300], comm[64];
 	struct dirent *d;
 	DIR *dir;
 	pid_t worker = 0;

@@ -22,8 +22,10 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "kselftest_harness.h"
 #include "perfctr_syscalls.h"
@@ -311,6 +313,138 @@ TEST(paranoid_levels)
 	munmap(pc, sizeof(*pc));
 	if (!info.nr_counters)
 		TH_LOG("no hardware counters here: the PMU lockout rule is checked where there are (ppc64le)");
+}
+
+/*
+ * Run fn in a child as uid NOBODY that keeps CAP_PERFMON and nothing
+ * else; its exit status as as_nobody()'s.
+ */
+static int as_perfmon_only(int (*fn)(void *), void *arg)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2] = {};
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		d[CAP_TO_INDEX(CAP_PERFMON)].effective = CAP_TO_MASK(CAP_PERFMON);
+		d[CAP_TO_INDEX(CAP_PERFMON)].permitted = CAP_TO_MASK(CAP_PERFMON);
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || drop_privileges() ||
+		    syscall(SYS_capset, &h, d))
+			_exit(255);
+		_exit(fn(arg));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * Debian's level 3 refuses perf_event_open() without CAP_SYS_ADMIN,
+ * CAP_PERFMON included (kernel/events/core.c, perf_paranoid_any()): so
+ * does perfctr, or a CAP_PERFMON-only service could take the whole PMU
+ * where the admin said only root may touch it (the eighth blind pair's
+ * core 1).  At level 2 the same process opens, and may load a control
+ * using hardware counters.
+ */
+TEST(paranoid3_perfmon_is_not_enough)
+{
+	static const int levels[] = { 3, 2 };
+	struct paranoid_case *pc;
+	int saved = read_paranoid();
+	unsigned int i;
+
+	if (geteuid() != 0 || saved == -100)
+		SKIP(return, "needs root and %s", PARANOID);
+	if (write_paranoid(3)) {
+		write_paranoid(saved);
+		SKIP(return, "this kernel has no perf_event_paranoid level 3 (Debian's)");
+	}
+	pc = mmap(NULL, sizeof(*pc), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, pc);
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		ASSERT_EQ(0, write_paranoid(levels[i]));
+		memset(pc, 0, sizeof(*pc));
+		pc->level = levels[i];
+		ASSERT_EQ(0, as_perfmon_only(paranoid_try, pc))
+			TH_LOG("could not become uid %d with CAP_PERFMON only", NOBODY);
+		TH_LOG("paranoid %d, CAP_PERFMON only: open %s, hardware-counter control %s",
+		       levels[i], pc->open_errno ? strerror(pc->open_errno) : "ok",
+		       pc->pmc_errno < 0 ? "not tried" :
+		       pc->pmc_errno ? strerror(pc->pmc_errno) : "ok");
+		if (levels[i] > 2) {
+			EXPECT_EQ(EACCES, pc->open_errno);
+			continue;
+		}
+		EXPECT_EQ(0, pc->open_errno);
+		if (pc->pmc_errno >= 0)
+			EXPECT_EQ(0, pc->pmc_errno);
+	}
+	write_paranoid(saved);
+	munmap(pc, sizeof(*pc));
+}
+
+/*
+ * The right to load a control into another thread is checked at every
+ * load, not only at the open: a descriptor that reaches a process
+ * without ptrace rights over the target (inherited here; SCM_RIGHTS
+ * alike) still reads, but loads nothing (EPERM), the overflow signal
+ * included (the eighth blind pair's core RISK-1, DESIGN-2).
+ */
+TEST(control_needs_ptrace_rights_now)
+{
+	struct vperfctr_control c;
+	struct vperfctr_sums s;
+	int fd, status, go[2];
+	pid_t t, other;
+	char ch;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run the target and the other user");
+	ASSERT_EQ(0, pipe(go));
+	t = fork();
+	ASSERT_LE(0, t);
+	if (t == 0) {
+		close(go[1]);
+		if (drop_privileges())
+			_exit(1);
+		_exit(read(go[0], &ch, 1) == 0 ? 0 : 2);	/* until EOF */
+	}
+	close(go[0]);
+	fd = sys_vperfctr_open(t, VPERFCTR_OPEN_CREAT);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	tsc_control(&c);
+	ASSERT_EQ(0, sys_vperfctr_control(fd, &c, sizeof(c), 0)) TH_LOG("%m");
+	other = fork();
+	ASSERT_LE(0, other);
+	if (other == 0) {
+		/* Another user, without rights over the target. */
+		if (setresgid(NOBODY - 1, NOBODY - 1, NOBODY - 1) ||
+		    setresuid(NOBODY - 1, NOBODY - 1, NOBODY - 1))
+			_exit(10);
+		if (sys_vperfctr_read(fd, &s, sizeof(s), 0))
+			_exit(11);
+		c.si_signo = SIGUSR1;
+		if (!sys_vperfctr_control(fd, &c, sizeof(c), 0))
+			_exit(12);
+		_exit(errno == EPERM ? 0 : 13);
+	}
+	ASSERT_EQ(other, waitpid(other, &status, 0));
+	close(go[1]);
+	waitpid(t, NULL, 0);
+	close(fd);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("the other user: %s", WEXITSTATUS(status) == 12 ?
+		       "loaded a control into a thread it may not ptrace" :
+		       WEXITSTATUS(status) == 13 ? "refused, but not with EPERM" :
+		       WEXITSTATUS(status) == 11 ? "could not read through the descriptor" :
+		       "could not become another user");
 }
 
 /* Kernel threads never run user code: no counters for them. */
