@@ -390,11 +390,12 @@ TEST(paranoid3_perfmon_is_not_enough)
 }
 
 /*
- * The right to load a control into another thread is checked at every
- * load, not only at the open: a descriptor that reaches a process
- * without ptrace rights over the target (inherited here; SCM_RIGHTS
- * alike) still reads, but loads nothing (EPERM), the overflow signal
- * included (the eighth blind pair's core RISK-1, DESIGN-2).
+ * The right to load a control into another thread, or to iresume it, is
+ * checked at every call, not only at the open: a descriptor that
+ * reaches a process without ptrace rights over the target (inherited
+ * here; SCM_RIGHTS alike) still reads, but loads and re-arms nothing
+ * (EPERM), the overflow signal included (the eighth blind pair's core
+ * RISK-1, DESIGN-2; the ninth's core RISK 2).
  */
 TEST(control_needs_ptrace_rights_now)
 {
@@ -432,7 +433,12 @@ TEST(control_needs_ptrace_rights_now)
 		c.si_signo = SIGUSR1;
 		if (!sys_vperfctr_control(fd, &c, sizeof(c), 0))
 			_exit(12);
-		_exit(errno == EPERM ? 0 : 13);
+		if (errno != EPERM)
+			_exit(13);
+		/* The authority is asked before the state (not suspended: EINVAL). */
+		if (!sys_vperfctr_iresume(fd) || errno != EPERM)
+			_exit(14);
+		_exit(0);
 	}
 	ASSERT_EQ(other, waitpid(other, &status, 0));
 	close(go[1]);
@@ -443,6 +449,7 @@ TEST(control_needs_ptrace_rights_now)
 		TH_LOG("the other user: %s", WEXITSTATUS(status) == 12 ?
 		       "loaded a control into a thread it may not ptrace" :
 		       WEXITSTATUS(status) == 13 ? "refused, but not with EPERM" :
+		       WEXITSTATUS(status) == 14 ? "its iresume was not refused with EPERM" :
 		       WEXITSTATUS(status) == 11 ? "could not read through the descriptor" :
 		       "could not become another user");
 }
