@@ -743,6 +743,58 @@ TEST_F(unpriv, paranoid3_no_direct_read)
 }
 
 /*
+ * A CLONE_NEWUSER child of a privileged thread inherits its kernel-mode
+ * control, but has no capability in the initial user namespace: it may
+ * not read those counts directly (the tenth blind pair's core BUG-1).
+ */
+TEST_F(unpriv, newuser_child_no_direct_kernel_read)
+{
+	struct vperfctr_control c;
+	struct clone_args ca;
+	char buf[64];
+	int fd, status;
+	long t;
+
+	kernel_mode_control(&c);
+	c.flags = VPERFCTR_CONTROL_INHERIT;
+	fd = vperfctr_open_control(0, &c);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_NEWUSER;
+	ca.exit_signal = SIGCHLD;
+	t = syscall(__NR_clone3, &ca, sizeof(ca));
+	if (t == 0) {
+		volatile uint64_t v = 0;
+
+		signal(SIGILL, on_sigill);
+		if (sigsetjmp(sigill_jmp, 1)) {
+			self->res[1] = 'T';
+		} else {
+			loop(1000);
+#ifdef __powerpc64__
+			asm volatile("mfspr %0, 775" : "=r"(v));
+#endif
+			self->res[1] = v ? 'R' : 'Z';
+		}
+		syscall(__NR_exit, 0);
+	}
+	if (t < 0 && errno == EINVAL) {
+		close(fd);
+		SKIP(return, "no user namespaces in this kernel (CONFIG_USER_NS)");
+	}
+	ASSERT_LT(0, t) TH_LOG("clone3(CLONE_NEWUSER): %m");
+	ASSERT_EQ(t, waitpid(t, &status, 0));
+	sys_vperfctr_unlink(fd);
+	close(fd);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the child: %s", how(status, buf, sizeof(buf)));
+	TH_LOG("the CLONE_NEWUSER child's mfspr UPMC5 %s",
+	       self->res[1] == 'T' ? "trapped" :
+	       self->res[1] == 'Z' ? "read 0" : "read a count");
+	EXPECT_NE('R', self->res[1]);
+}
+
+/*
  * A descriptor the target opened itself, unprivileged, would show the
  * sums of a kernel-mode control a privileged monitor loads later (the
  * fourth blind pair's core 4): the monitor's kernel-mode control is
