@@ -98,9 +98,11 @@ def shell_script(s: Session, what: str) -> str:
 
 
 def compile_progs(arch: arches.ArchParams, headers: Path,
-		  sources: Sequence[Path], out: Path, ops: Ops) -> List[Path]:
+		  sources: Sequence[Path], out: Path, ops: Ops,
+		  selftests: Optional[Path] = None) -> List[Path]:
 	"""Each C source, static, by the arch's compiler, against the
-	kernel's uapi @headers, into @out as its stem; the programs."""
+	kernel's uapi @headers (and the kernel's @selftests directory, for
+	kselftest_harness.h), into @out as its stem; the programs."""
 	stems = [s.stem for s in sources]
 	dup = next((n for n in stems if stems.count(n) > 1), None)
 	if dup:
@@ -115,9 +117,11 @@ def compile_progs(arch: arches.ArchParams, headers: Path,
 			raise UserError(f'--build {src}: no such file',
 					'give the path of a C source')
 		prog = out / src.stem
-		res = ops.run([cc, '-static', '-O2', '-Wall', '-isystem',
-			       str(headers), '-o', str(prog), str(src)],
-			      check=False)
+		inc = ['-isystem', str(headers)]
+		if selftests:
+			inc += ['-I', str(selftests)]
+		res = ops.run([cc, '-static', '-O2', '-Wall', *inc,
+			       '-o', str(prog), str(src)], check=False)
 		if res.returncode != 0:
 			raise UserError(f'{cc} -static {src} failed (status '
 					f'{res.returncode}):\n' +
@@ -172,7 +176,8 @@ def make_session(opts: pipeline.Options, req: kernel.BuildRequest,
 				   results.RunResult(arch=opts.arch, base={}),
 				   ops)
 	headers = build.build_dir / 'usr' / 'include'
-	compile_progs(req.arch, headers, sources, bin_dir, ops)
+	compile_progs(req.arch, headers, sources, bin_dir, ops,
+		      req.tree.path / 'tools' / 'testing' / 'selftests')
 	wrapper = bin_dir / 'perfex'
 	wrapper.write_text(perfex_wrapper(plan))
 	wrapper.chmod(0o755)

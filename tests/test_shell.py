@@ -212,6 +212,8 @@ def test_build_compiles_static_for_the_arch_onto_path(fake_ops, built,
 	assert cc[:2] == ['powerpc64le-linux-gnu-gcc', '-static']
 	assert cc[cc.index('-isystem') + 1] == str(build.build_dir /
 						   'usr' / 'include')
+	# a kselftest compiles too (kselftest_harness.h, the tree's)
+	assert cc[cc.index('-I') + 1].endswith('tools/testing/selftests')
 	assert Path(cc[cc.index('-o') + 1]).parent.name == 'bin'
 	assert Path(cc[cc.index('-o') + 1]).name == 'myprog'
 	assert cc[-1] == str(src)

@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -503,7 +504,7 @@ static void on_sigill(int sig)
 FIXTURE(unpriv)
 {
 	volatile int *res;
-	int go[2], done[2];
+	int go[2], done[2], sock[2];
 	int saved_paranoid;
 	pid_t target;
 };
@@ -522,6 +523,7 @@ FIXTURE_SETUP(unpriv)
 	ASSERT_NE(MAP_FAILED, self->res);
 	ASSERT_EQ(0, pipe(self->go));
 	ASSERT_EQ(0, pipe(self->done));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM, 0, self->sock));
 	self->saved_paranoid = read_int(PARANOID);
 	if (self->saved_paranoid == -100 || write_int(PARANOID, 2)) {
 		self->saved_paranoid = -100;
@@ -890,6 +892,129 @@ TEST_F(unpriv, replaced_kernel_control_leaves_no_start_values)
 	EXPECT_EQ(0, target_exit(self))
 		TH_LOG("the target's exit: 2 no open, 3 no mapping, 4 the old control's values on its page");
 	close(fd);
+}
+
+/* The monitor passes @fd to the target over the fixture's socket. */
+static int send_fd(FIXTURE_DATA(unpriv) *self, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, byte = 'f';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(self->sock[0], &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(FIXTURE_DATA(unpriv) *self)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(self->sock[1], &msg, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/*
+ * The target's fast reads, on the page of the descriptor its monitor
+ * passed it, until the monitor says stop (res[2]): res[1] 'T' when an
+ * mfspr trapped, 'Z' when none did; res[3] the reads that came back
+ * direct, res[4] those that said "use the call".  Its exit: 2 no
+ * descriptor, 3 no mapping.
+ */
+static int read_under_swaps(FIXTURE_DATA(unpriv) *self)
+{
+	volatile int direct = 0, refused = 0;
+	const struct vperfctr_state *st;
+	__u64 tsc, pmc[1];
+	int fd;
+
+	fd = recv_fd(self);
+	if (fd < 0)
+		return 2;
+	st = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	if (st == MAP_FAILED)
+		return 3;
+	close(fd);
+	signal(SIGILL, on_sigill);
+	if (sigsetjmp(sigill_jmp, 1)) {
+		self->res[1] = 'T';
+	} else {
+		if (target_step(self, 'm'))
+			return 1;
+		while (!self->res[2]) {
+			if (vperfctr_state_read(st, &tsc, pmc, 1) == 0)
+				direct++;
+			else
+				refused++;
+		}
+		self->res[1] = 'Z';
+	}
+	self->res[3] = direct;
+	self->res[4] = refused;
+	return 0;
+}
+
+/*
+ * A monitor that switches an unprivileged target between a control it
+ * may read (user mode) and one it may not (kernel mode: PMCC 0b01) while
+ * the target reads its counters with the fast read: a read whose check
+ * of caps came before the switch and its mfspr after raised SIGILL (the
+ * tenth blind pair's arch BUG-1).  It must read 0 there, and the read
+ * retry, as the x86 RDPMC does.  ppc64le, real PMU; two vCPUs, so that
+ * most switches reach the running target by IPI.
+ */
+TEST_F(unpriv, control_switch_under_fast_read)
+{
+	struct vperfctr_control user, kernel;
+	int fd, i, loads = 0;
+	pid_t t;
+
+	kernel_mode_control(&kernel);
+	user = kernel;
+	user.cpu_control.evntsel[0] = 0;
+	t = start_unprivileged_target(self, read_under_swaps);
+	ASSERT_LE(0, t);
+	fd = vperfctr_open_control(t, &user);
+	ASSERT_LE(0, fd) TH_LOG("%m");
+	ASSERT_EQ(0, send_fd(self, fd));
+	ASSERT_EQ('m', monitor_wait(self));
+	ASSERT_EQ(0, monitor_go(self));
+	for (i = 0; i < 4000 && !self->res[1]; i++) {
+		struct vperfctr_control *c = i & 1 ? &kernel : &user;
+
+		ASSERT_EQ(0, sys_vperfctr_control(fd, c, sizeof(*c), 0))
+			TH_LOG("load %d: %m", i);
+		loads++;
+	}
+	self->res[2] = 1;
+	ASSERT_EQ(0, target_exit(self))
+		TH_LOG("the target's exit: 2 no descriptor, 3 no mapping");
+	close(fd);
+	TH_LOG("%d control loads: the target's mfspr %s; %d reads direct, %d refused",
+	       loads, self->res[1] == 'T' ? "trapped" : "never trapped",
+	       self->res[3], self->res[4]);
+	EXPECT_EQ('Z', self->res[1]);
+	/* both kinds of read happened, or the switches never met a read */
+	EXPECT_LT(0, self->res[3]);
+	EXPECT_LT(0, self->res[4]);
 }
 
 /*
