@@ -609,6 +609,32 @@ static int monitor_counts_kernel_mode(pid_t t)
 }
 
 /*
+ * This thread's direct read of PMC5 (mfspr UPMC5): 'T' it trapped
+ * (SIGILL), 'Z' it read 0, 'R' it read a count.  After @spin system
+ * calls, so that the counters have something to count.
+ */
+static char probe_upmc5(int spin)
+{
+	volatile uint64_t v = 0;
+	int i;
+
+	signal(SIGILL, on_sigill);
+	if (sigsetjmp(sigill_jmp, 1))
+		return 'T';
+	for (i = 0; i < spin; i++)
+		getppid();
+#ifdef __powerpc64__
+	asm volatile("mfspr %0, 775" : "=r"(v));
+#endif
+	return v ? 'R' : 'Z';
+}
+
+static const char *probe_result(char r)
+{
+	return r == 'T' ? "trapped" : r == 'Z' ? "read 0" : "read a count";
+}
+
+/*
  * G2: a privileged monitor counts user and kernel mode in an unprivileged
  * target.  The target may not read those counts itself: no fd of its
  * own (vperfctr_open(0) refused) and no direct read of the PMC (mfspr
@@ -617,24 +643,13 @@ static int monitor_counts_kernel_mode(pid_t t)
  */
 static int read_kernel_counts(FIXTURE_DATA(unpriv) *self)
 {
-	volatile uint64_t v = 0;
-	int fd, i;
+	int fd;
 
 	if (target_step(self, 'r'))
 		return 1;
 	fd = sys_vperfctr_open(0, 0);
 	self->res[0] = fd < 0 ? errno : 0;
-	signal(SIGILL, on_sigill);
-	if (sigsetjmp(sigill_jmp, 1)) {
-		self->res[1] = 'T';
-	} else {
-		for (i = 0; i < 100; i++)
-			getppid();
-#ifdef __powerpc64__
-		asm volatile("mfspr %0, 775" : "=r"(v));
-#endif
-		self->res[1] = v ? 'R' : 'Z';
-	}
+	self->res[1] = probe_upmc5(100);
 	return 0;
 }
 
@@ -653,8 +668,7 @@ TEST_F(unpriv, target_cannot_read_kernel_counts)
 	close(fd);
 	TH_LOG("target: vperfctr_open(0) %s, mfspr UPMC5 %s",
 	       self->res[0] ? strerror(self->res[0]) : "succeeded",
-	       self->res[1] == 'T' ? "trapped" :
-	       self->res[1] == 'Z' ? "read 0" : "read a count");
+	       probe_result(self->res[1]));
 	EXPECT_EQ(EACCES, self->res[0]);
 	EXPECT_NE('R', self->res[1]);
 }
@@ -665,22 +679,9 @@ TEST_F(unpriv, target_cannot_read_kernel_counts)
  */
 static int try_direct_read(FIXTURE_DATA(unpriv) *self)
 {
-	volatile uint64_t v = 0;
-	int i;
-
 	if (target_step(self, 'r'))
 		return 1;
-	signal(SIGILL, on_sigill);
-	if (sigsetjmp(sigill_jmp, 1)) {
-		self->res[1] = 'T';
-	} else {
-		for (i = 0; i < 100; i++)
-			getppid();
-#ifdef __powerpc64__
-		asm volatile("mfspr %0, 775" : "=r"(v));
-#endif
-		self->res[1] = v ? 'R' : 'Z';
-	}
+	self->res[1] = probe_upmc5(100);
 	return 0;
 }
 
@@ -718,7 +719,7 @@ TEST_F(unpriv, remote_kernel_control_no_direct_read)
 	char r = direct_read_under(self, _metadata, 1, true);
 
 	TH_LOG("paranoid 1, a monitor's kernel-mode control: the target's mfspr UPMC5 %s",
-	       r == 'T' ? "trapped" : r == 'Z' ? "read 0" : "read a count");
+	       probe_result(r));
 	EXPECT_NE('R', r);
 }
 
@@ -738,8 +739,7 @@ TEST_F(unpriv, paranoid3_no_direct_read)
 	r3 = direct_read_under(self, _metadata, 3, false);
 	r2 = direct_read_under(self, _metadata, 2, false);
 	TH_LOG("a monitor's user-mode control: the target's mfspr UPMC5 at level 3 %s, at level 2 %s",
-	       r3 == 'T' ? "trapped" : r3 == 'Z' ? "read 0" : "read a count",
-	       r2 == 'T' ? "trapped" : r2 == 'Z' ? "read 0" : "read a count");
+	       probe_result(r3), probe_result(r2));
 	EXPECT_NE('R', r3);
 	EXPECT_EQ('R', r2);
 }
@@ -766,18 +766,8 @@ TEST_F(unpriv, newuser_child_no_direct_kernel_read)
 	ca.exit_signal = SIGCHLD;
 	t = syscall(__NR_clone3, &ca, sizeof(ca));
 	if (t == 0) {
-		volatile uint64_t v = 0;
-
-		signal(SIGILL, on_sigill);
-		if (sigsetjmp(sigill_jmp, 1)) {
-			self->res[1] = 'T';
-		} else {
-			loop(1000);
-#ifdef __powerpc64__
-			asm volatile("mfspr %0, 775" : "=r"(v));
-#endif
-			self->res[1] = v ? 'R' : 'Z';
-		}
+		loop(1000);
+		self->res[1] = probe_upmc5(0);
 		syscall(__NR_exit, 0);
 	}
 	if (t < 0 && errno == EINVAL) {
@@ -791,8 +781,7 @@ TEST_F(unpriv, newuser_child_no_direct_kernel_read)
 	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("the child: %s", how(status, buf, sizeof(buf)));
 	TH_LOG("the CLONE_NEWUSER child's mfspr UPMC5 %s",
-	       self->res[1] == 'T' ? "trapped" :
-	       self->res[1] == 'Z' ? "read 0" : "read a count");
+	       probe_result(self->res[1]));
 	EXPECT_NE('R', self->res[1]);
 }
 
