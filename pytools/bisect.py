@@ -3,7 +3,8 @@
 build, or adds a compiler warning, is named.  With a boot function (inv
 bisect --boot) every prefix that builds is also booted and tested, with
 the tests that exist at that point: KUnit and the kernel log always, the
-kselftests and Python checks once the system calls are wired up.
+kselftests and Python checks once the system calls are wired up and the
+kselftests patch is in.
 
 The prefixes are checked out in the base tree itself (it must be clean)
 and built in a build directory of their own, kept between runs; ccache
@@ -112,9 +113,10 @@ def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
 		     ops: Ops) -> BootFn:
 	"""inv bisect --boot: boot each prefix that built and run the tests
 	that exist at that point (the kselftests and Python checks need the
-	system calls; before the patch wiring them up, KUnit and the kernel
-	log are what there is), the arch's fast way (ppc64le: the initramfs,
-	without the Python checks, which inv check runs)."""
+	system calls and the kselftests' patch, the series' last; before
+	it, KUnit and the kernel log are what there is), the arch's fast way
+	(ppc64le: the initramfs, without the Python checks, which inv check
+	runs)."""
 	import dataclasses
 	from . import pipeline
 
@@ -122,6 +124,10 @@ def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
 		calls = ops.run(['git', '-C', str(tree.path), 'grep', '-q',
 				 'vperfctr_open', commit, '--',
 				 f'arch/{req.arch.linux_arch}/'],
+				check=False).returncode == 0
+		tests = ops.run(['git', '-C', str(tree.path), 'cat-file', '-e',
+				 f'{commit}:tools/testing/selftests/'
+				 f'{kernel.COLLECTION}/Makefile'],
 				check=False).returncode == 0
 		log = req.build_dir / f'bisect-{i:02d}.log'
 		if calls:
@@ -132,14 +138,16 @@ def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
 		build = kernel.built(req, log)
 		kunit = kernel.kunit_suites_built(req.build_dir)
 		run, path = pipeline.test_and_report(
-			dataclasses.replace(opts, userspace=calls, kunit=kunit,
-					    fast_boot=True),
+			dataclasses.replace(opts, userspace=calls and tests,
+					    kunit=kunit, fast_boot=True),
 			tree, build, req, commit[:12], {}, argv, ops,
 			suffix=f'-bisect{i:02d}')
 		c = run.counts()
-		scope = 'every family' if calls else \
+		scope = 'every family' if calls and tests else \
 			('KUnit and the kernel log' if kunit else
-			 'the kernel log') + ': no system calls yet'
+			 'the kernel log') + \
+			(': no kselftests yet' if calls else
+			 ': no system calls yet')
 		return run.passed, (f'{c["PASS"]} passed, {c["FAIL"]} failed, '
 				    f'{c["SKIP"]} skipped ({scope}); {path}')
 	return boot_prefix

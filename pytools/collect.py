@@ -233,8 +233,8 @@ def kernel_log_case(lines: Iterable[str], source: str,
 NO_KUNIT_REASON = ('no KUnit suite is built at this point of the series '
 		   'for this arch (a later patch adds one)')
 NO_USERSPACE_REASON = ('not at this point of the series: the system calls '
-		       'they need come with a later patch; KUnit and the '
-		       'kernel log only')
+		       'they need, or the kselftests themselves, come with '
+		       'a later patch; KUnit and the kernel log only')
 
 
 def collect(outdir: Path, console_log: Path, tree: Path,

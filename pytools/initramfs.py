@@ -13,11 +13,14 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from . import paths
 from .arches import ArchParams
 from .ops import Ops
+
+if TYPE_CHECKING:
+	from .kernel import Kselftests
 
 MARK = '### perfctr-guest'
 INIT_SRC = paths.INIT_SRC
@@ -52,17 +55,24 @@ def compile_init(arch: ArchParams, out: Path, ops: Ops) -> Path:
 	return out
 
 
-def test_entries(tests: Optional[Path]) -> List[Tuple[str, int, bytes]]:
-	"""/tests and the kselftest programs in it (cpio entries)."""
+def test_entries(tests: Optional['Kselftests']
+		 ) -> List[Tuple[str, int, bytes]]:
+	"""/tests: the collection's programs, in the runner's order, and its
+	settings file, which /init reads the timeout from as
+	run_kselftest.sh does (cpio entries)."""
 	entries = [('tests', stat.S_IFDIR | 0o755, b'')]
-	for t in sorted(tests.iterdir()) if tests else []:
-		if t.name.endswith('_test') and os.access(t, os.X_OK):
+	for t in tests.programs() if tests else []:
+		if os.access(t, os.X_OK):
 			entries.append((f'tests/{t.name}', stat.S_IFREG | 0o755,
 					t.read_bytes()))
+	settings = tests.collection / 'settings' if tests else None
+	if settings and settings.is_file():
+		entries.append(('tests/settings', stat.S_IFREG | 0o644,
+				settings.read_bytes()))
 	return entries
 
 
-def build(arch: ArchParams, tests: Optional[Path], out: Path, ops: Ops,
+def build(arch: ArchParams, tests: Optional['Kselftests'], out: Path, ops: Ops,
 	  bench: Sequence[Path] = ()) -> Path:
 	"""Compile /init for the arch and pack it with the tests (and benchmarks)."""
 	init = compile_init(arch, out.parent / 'guest-init', ops)

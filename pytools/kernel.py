@@ -224,20 +224,57 @@ def kunit_suites_built(build_dir: Path) -> bool:
 
 
 KEEP_SELFTEST_BUILDS = 4
+# The series' kselftests, in the tree: tools/testing/selftests/<this>
+COLLECTION = 'perfctr'
+# What the kernel's runner (run_kselftest.sh, kselftest/runner.sh) and
+# lib.mk are made of: a change to any is a new build.
+_HARNESS = ('Makefile', 'lib.mk', 'kselftest_harness.h', 'kselftest.h',
+	    'run_kselftest.sh', 'kselftest/runner.sh', 'kselftest/prefix.pl')
+
+
+@dataclass(frozen=True)
+class Kselftests:
+	"""The series' kselftests as the kernel's `make install` lays them
+	out (TARGETS=perfctr): run_kselftest.sh, kselftest/, the list, and
+	the collection's directory with its programs, config and settings."""
+	install: Path
+
+	@property
+	def runner(self) -> Path:
+		return self.install / 'run_kselftest.sh'
+
+	@property
+	def collection(self) -> Path:
+		return self.install / COLLECTION
+
+	def programs(self) -> List[Path]:
+		"""The collection's test programs, in the runner's order."""
+		try:
+			names = (self.install / 'kselftest-list.txt').read_text()
+		except OSError:
+			return []
+		return [self.collection / line.split(':', 1)[1]
+			for line in names.split()
+			if line.startswith(f'{COLLECTION}:')]
+
+
+def selftests_source(tree: BaseTree) -> Path:
+	return tree.path / 'tools' / 'testing' / 'selftests' / COLLECTION
 
 
 def selftests_key(req: BuildRequest, src: Path, kst: Path, cc: str) -> str:
-	"""The kselftests' inputs by content, not by time: this checkout's
-	sources, the tree's harness, the perfctr uapi headers the kernel
-	build exported, the compiler.  make looks at times only, so a clone
-	whose sources are older than another clone's binaries would get
-	"Nothing to be done" and run the other clone's tests.  (A few ms:
-	the sources are 120 kB; all of usr/include would cost seconds.)"""
+	"""The kselftests' inputs by content, not by time: the collection's
+	sources in the tree (this checkout's series, applied), the kernel's
+	harness and runner, the perfctr uapi headers the kernel build
+	exported, the compiler.  make looks at times only, so a build left
+	by another checkout's series on the same cache, newer than these
+	sources, would get "Nothing to be done" and run that series' tests.
+	(A few ms: the sources are 120 kB; all of usr/include would cost
+	seconds.)"""
 	h = hashlib.sha256(f'{cc} {req.arch.linux_arch}\n'.encode())
 	inc = req.build_dir / 'usr' / 'include'
 	files = sorted(p for p in src.rglob('*') if p.is_file()) + \
-		[kst / n for n in ('lib.mk', 'kselftest_harness.h',
-				   'kselftest.h')] + \
+		[kst / n for n in _HARNESS] + \
 		sorted(p for p in inc.rglob('*perfctr*') if p.is_file())
 	for f in files:
 		h.update(f'{f.name}\0'.encode())
@@ -249,48 +286,57 @@ def selftests_key(req: BuildRequest, src: Path, kst: Path, cc: str) -> str:
 
 
 def selftests_dir(req: BuildRequest, src: Path, kst: Path, cc: str) -> Path:
-	"""kselftest/KEY/perfctr: a directory per set of inputs, so two
-	clones alternating on one cache each run their own tests and
-	neither rebuilds; the few newest are kept."""
+	"""kselftest/KEY: a directory per set of inputs (make's objects under
+	kselftest/KEY/kselftest, the install under kselftest/KEY/install), so
+	that two checkouts alternating on one cache each run their own
+	tests; the few newest are kept."""
 	top = req.build_dir / 'kselftest'
-	d = top / selftests_key(req, src, kst, cc) / 'perfctr'
+	d = top / selftests_key(req, src, kst, cc)
 	d.mkdir(parents=True, exist_ok=True)
-	d.parent.touch()
+	d.touch()
 	old = sorted((p for p in top.iterdir()
-		      if p.is_dir() and p != d.parent and len(p.name) == 16),
+		      if p.is_dir() and p != d and len(p.name) == 16),
 		     key=lambda p: p.stat().st_mtime, reverse=True)
 	for p in old[KEEP_SELFTEST_BUILDS - 1:]:
 		shutil.rmtree(p, ignore_errors=True)
 	return d
 
 
-def build_selftests(req: BuildRequest, ops: Optional[Ops] = None) -> Path:
-	"""Build selftests/perfctr against the tree's exported headers.
-
-	The harness (kselftest_harness.h, lib.mk) comes from the tree under
-	test; the uapi headers from its headers_install in the build dir.
-	"""
+def build_selftests(req: BuildRequest, ops: Optional[Ops] = None
+		    ) -> Kselftests:
+	"""Build and install the series' kselftests with the kernel's own
+	selftests Makefile (make -C tools/testing/selftests TARGETS=perfctr
+	install), against the uapi headers the kernel build exported,
+	static (the ppc64le initramfs and LAVA's ramdisk have no libc)."""
 	ops = ops or Ops()
 	locks.take(locks.build_lock(req.build_dir),
 		   f'the {req.arch.name} build ({req.build_dir})')
-	src = paths.SELFTESTS / 'perfctr'
 	kst = req.tree.path / 'tools' / 'testing' / 'selftests'
+	src = selftests_source(req.tree)
 	if not (kst / 'lib.mk').exists():
 		raise UserError(f'{kst}/lib.mk missing: not a kernel tree with '
 				'kselftests')
+	if not (src / 'Makefile').exists():
+		raise UserError(f'{src} missing: the series\' selftests patch '
+				f'is not applied in {req.tree.path}',
+				'inv apply (or give a tree whose branch has '
+				'the whole series)')
 	cc = f'{req.arch.cross_compile}gcc'
-	out = selftests_dir(req, src, kst, cc)
-	out.mkdir(parents=True, exist_ok=True)
+	ops.require(cc, req.arch.cross_package)
+	d = selftests_dir(req, src, kst, cc)
+	ks = Kselftests(d / 'install')
 	log = req.build_dir / 'kselftest.log'
 	log.write_text('')
-	res = ops.stream(['make', '-C', str(src), f'OUTPUT={out}',
-			  f'KSELFTEST_DIR={kst}', f'CC={cc}',
+	res = ops.stream(['make', '-C', str(kst), f'TARGETS={COLLECTION}',
+			  f'O={d}', f'KSFT_INSTALL_PATH={ks.install}',
 			  f'KHDR_INCLUDES=-isystem {req.build_dir}/usr/include',
-			  f'ARCH={req.arch.linux_arch}'], log)
+			  f'ARCH={req.arch.linux_arch}',
+			  f'CROSS_COMPILE={req.arch.cross_compile}',
+			  'LDFLAGS=-static', 'install'], log)
 	if res.returncode != 0:
 		errors = [l for l in res.output.splitlines() if 'error' in l]
 		raise UserError('building the kselftests failed:\n  ' +
 				'\n  '.join(errors[:15] or
 					    res.output.splitlines()[-15:]),
 				f'the full log is {log}')
-	return out
+	return ks

@@ -78,7 +78,7 @@ class Artefacts:
 	cell: Cell
 	tree: bases.BaseTree
 	kernel: Path			# the image to boot
-	tests: Path			# the static kselftest programs
+	tests: kernel.Kselftests		# the static kselftests, installed
 	release: str
 	base: Dict[str, str]		# as results.json says it
 	fragments: Tuple[str, ...]
@@ -185,7 +185,8 @@ def _rootfs_files(console: str) -> Dict[str, str]:
 	}
 
 
-def ramdisk(arch_name: str, tests: Path, out: Path, ops: Ops) -> Path:
+def ramdisk(arch_name: str, tests: kernel.Kselftests, out: Path,
+	    ops: Ops) -> Path:
 	"""The cell's ramdisk (an uncompressed newc cpio: LAVA appends its
 	test overlay to it, and the kernel needs no decompressor)."""
 	a = arches.get(arch_name)

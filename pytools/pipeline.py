@@ -345,14 +345,15 @@ def test(opts: Options, tree: bases.BaseTree, build: kernel.BuildResult,
 	run.command = run.command or ''
 
 
-def guest_command(plan: GuestPlan, opts: Options, kselftests: Optional[Path],
+def guest_command(plan: GuestPlan, opts: Options,
+		  kselftests: Optional[kernel.Kselftests],
 		  built: Optional[Path], env: List[Tuple[str, str]]) -> str:
 	"""The command a vng guest runs: pytools/guest's runner, from this
 	repository, with the Python the plan names."""
 	q = shlex.quote
 	return (f'cd {q(plan.repo)} && {q(plan.python)} -m '
 		f'{paths.GUEST_MODULE} --out {q(plan.out)}' +
-		(f' --kselftests {q(plan.path(kselftests))}'
+		(f' --kselftests {q(plan.path(kselftests.install))}'
 		 f' --pytest {q(plan.in_repo(paths.ABI_CHECKS))}'
 		 f' --headers {q(plan.path(plan.build_dir / "usr" / "include"))}'
 		 f' --progs {q(plan.path(built))}'

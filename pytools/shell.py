@@ -186,8 +186,9 @@ def make_session(opts: pipeline.Options, req: kernel.BuildRequest,
 	# directory named by their inputs' content: kernel.selftests_key),
 	# so that an edited test runs as edited
 	ksel = kernel.build_selftests(req, ops)
-	progress(f'kselftests: {ksel} (on PATH)')
-	path.append(plan.path(ksel))
+	progress(f'kselftests: {ksel.collection} (on PATH; '
+		 f'{ksel.runner.name} beside it)')
+	path.append(plan.path(ksel.collection))
 	env = (('PATH', ':'.join(path) + ':/usr/local/sbin:/usr/local/bin:'
 		'/usr/sbin:/usr/bin:/sbin:/bin'),
 	       ('PERFCTR_HEADERS', plan.path(headers)))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytools import arches, initramfs, lava, paths, pipeline
+from pytools import arches, initramfs, kernel, lava, paths, pipeline
 
 GUEST_FILES = sorted(p for p in paths.GUEST.rglob('*.py'))
 
@@ -24,7 +24,7 @@ def test_the_vng_guest_command_names_files_that_exist(tmp_path):
 				  out=str(tmp_path / 'out'), build_dir=tmp_path,
 				  build=str(tmp_path))
 	argv = shlex.split(pipeline.guest_command(
-		plan, opts, tmp_path / 'ksel', tmp_path / 'progs',
+		plan, opts, kernel.Kselftests(tmp_path / 'ksel'), tmp_path / 'progs',
 		pipeline.guest_env(opts, arches.get('x86_64'))))
 	assert argv[:2] == ['cd', str(paths.REPO)]
 	m = argv.index('-m')

@@ -18,7 +18,7 @@ import yaml
 from invoke import Context, Exit
 
 import tasks
-from pytools import arches, initramfs, lava, matrix, qemu, results
+from pytools import arches, initramfs, kernel, lava, matrix, qemu, results
 from pytools.errors import UserError
 from pytools.ops import Ops
 from pytools.results import Status, TestCase
@@ -166,11 +166,13 @@ def test_the_ramdisk(arch, tmp_path, monkeypatch):
 	fake_bb = tmp_path / 'busybox'
 	fake_bb.write_bytes(b'BUSYBOX')
 	monkeypatch.setattr(lava, 'busybox', lambda a, ops: fake_bb)
-	tests = tmp_path / 'tests'
-	tests.mkdir()
-	(tests / 'vperfctr_test').write_bytes(b'ELF')
-	(tests / 'vperfctr_test').chmod(0o755)
-	(tests / 'notes.txt').write_text('not a test')
+	tests = kernel.Kselftests(tmp_path / 'install')
+	tests.collection.mkdir(parents=True)
+	(tests.install / 'kselftest-list.txt').write_text('perfctr:vperfctr_test\n')
+	(tests.collection / 'vperfctr_test').write_bytes(b'ELF')
+	(tests.collection / 'vperfctr_test').chmod(0o755)
+	(tests.collection / 'settings').write_text('timeout=900\n')
+	(tests.collection / 'notes.txt').write_text('not a test')
 	rd = lava.ramdisk(arch, tests, tmp_path / 'rootfs.cpio', Ops())
 	files = _cpio_names(rd.read_bytes())
 	console = arches.get(arch).guest.console
@@ -183,6 +185,8 @@ def test_the_ramdisk(arch, tmp_path, monkeypatch):
 	assert b'perfctr-ramdisk: Linux' in files['etc/init.d/rcS'][1]
 	assert files['perfctr/run'][1][:4] == b'\x7fELF'
 	assert 'tests/vperfctr_test' in files
+	assert files['tests/settings'][1] == b'timeout=900\n'
+	assert 'tests/notes.txt' not in files
 	assert 'tests/notes.txt' not in files
 
 

@@ -32,10 +32,12 @@ def _exit(task, **kw):
 @pytest.fixture
 def kernel_tree(tmp_path):
 	"""A --tree the tools accept: Makefile, Kconfig, .git, the KUnit
-	parser collect.py imports and the kselftest lib.mk."""
+	parser collect.py imports, the kselftest lib.mk and the series'
+	kselftests' Makefile."""
 	t = tmp_path / 'linux'
 	shutil.copytree(DATA / 'fake-tree', t)
-	for f in ('Makefile', 'Kconfig', 'tools/testing/selftests/lib.mk'):
+	for f in ('Makefile', 'Kconfig', 'tools/testing/selftests/lib.mk',
+		  'tools/testing/selftests/perfctr/Makefile'):
 		(t / f).parent.mkdir(parents=True, exist_ok=True)
 		(t / f).write_text('')
 	(t / '.git').mkdir()
@@ -115,11 +117,11 @@ def test_check_runs_every_stage_and_prints_the_results_path_last(
 	# configure, build, headers, the selftests, the guest: in order
 	steps = ['vng' if c[0].endswith('/vng') else
 		 next((w for w in ('allnoconfig', 'bzImage', 'headers_install',
-				   'OUTPUT=') if any(w in a for a in c)), None)
+				   'KSFT_INSTALL_PATH=') if any(w in a for a in c)), None)
 		 for c in machine.calls]
 	steps = [s for s in steps if s]
 	assert steps == ['allnoconfig', 'bzImage', 'headers_install',
-			 'OUTPUT=', 'vng']
+			 'KSFT_INSTALL_PATH=', 'vng']
 	vng = machine.calls[-1]
 	cmd = vng[vng.index('--exec') + 1]
 	assert f'-m {paths.GUEST_MODULE}' in cmd and '--disable-kvm' in vng

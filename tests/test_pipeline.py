@@ -193,9 +193,9 @@ def test_host_root_guest_runs_the_hosts_python_on_the_same_paths(tmp_path):
 	assert plan.root is None and plan.rwdirs == (tmp_path / 'out',)
 	b = tmp_path / 'build'
 	cmd = pipeline.guest_command(plan, pipeline.Options(),
-				     b / 'kselftest' / 'perfctr',
+				     kernel.Kselftests(b / 'kselftest' / 'k'),
 				     b / 'guest-progs', [('A', '1')])
-	assert f'--kselftests {b}/kselftest/perfctr' in cmd
+	assert f'--kselftests {b}/kselftest/k ' in cmd
 	assert f'--headers {b}/usr/include' in cmd
 	assert f'--progs {b}/guest-progs' in cmd
 	assert cmd.endswith('--env A=1')
@@ -223,12 +223,13 @@ def test_own_root_guest_sees_the_mount_points(tmp_path, monkeypatch,
 	assert plan.qemu == ('/c/qemu-system-ppc64', '-L', '/c/share')
 	assert run.qemu['cpu'] == 'power10' and run.rootfs['size_mb'] == 1
 	assert 'rootfs' in run.durations
-	cmd = pipeline.guest_command(plan, opts, b / 'kselftest' / 'perfctr',
+	cmd = pipeline.guest_command(plan, opts,
+				     kernel.Kselftests(b / 'kselftest' / 'k'),
 				     b / 'guest-progs',
 				     pipeline.guest_env(pipeline.Options(), ppc))
 	assert cmd.startswith('cd /perfctr/src && /usr/bin/python3 -m '
 			      'pytools.guest --out /perfctr/out')
-	assert '--kselftests /perfctr/build/kselftest/perfctr' in cmd
+	assert '--kselftests /perfctr/build/kselftest/k ' in cmd
 	assert '--headers /perfctr/build/usr/include' in cmd
 	assert '--progs /perfctr/build/guest-progs' in cmd
 	assert '--pytest /perfctr/src/pytools/guest/abi_checks' in cmd

@@ -34,6 +34,8 @@ def built(tmp_path, monkeypatch):
 		kst.mkdir(parents=True, exist_ok=True)
 		for name in ('lib.mk', 'kselftest_harness.h', 'kselftest.h'):
 			(kst / name).touch()
+		(kst / 'perfctr').mkdir(exist_ok=True)
+		(kst / 'perfctr' / 'Makefile').touch()
 		req = kernel.BuildRequest(tree=tree, arch=arch, fragments=(),
 					  build_dir=bdir, jobs=2)
 		build = kernel.BuildResult(
@@ -324,17 +326,19 @@ def test_path_has_this_checkouts_kselftests_not_another_clones(fake_ops,
 		name='lts', path=tree, ref='base', commit='0' * 40,
 		version='6.12', origin='x', patches='patches'), arch=X86,
 		fragments=(), build_dir=build.build_dir, jobs=2)
-	key = kernel.selftests_key(req, pipeline.paths.SELFTESTS / 'perfctr',
+	key = kernel.selftests_key(req, kernel.selftests_source(req.tree),
 				   tree / 'tools' / 'testing' / 'selftests',
 				   f'{X86.cross_compile}gcc')
-	ours = build.build_dir / 'kselftest' / key / 'perfctr'
-	other = build.build_dir / 'kselftest' / ('f' * 16) / 'perfctr'
+	ours = build.build_dir / 'kselftest' / key
+	other = build.build_dir / 'kselftest' / ('f' * 16) / 'install' / 'perfctr'
 	ours.mkdir(parents=True)
 	other.mkdir(parents=True)
 	ops = fake_ops(answers=[('vng', (0, ''))])
 	shell.main(_opts(accel='tcg'), ops, command=['true'])
 	[make] = [s['argv'] for s in ops.streams if s['argv'][0] == 'make']
-	assert f'OUTPUT={ours}' in make, 'built where PATH looks'
+	assert f'KSFT_INSTALL_PATH={ours}/install' in make, \
+		'built where PATH looks'
+	ours = ours / 'install' / 'perfctr'
 	cmd = _exec(_boot(ops)['argv'])
 	assert f':{ours}:' in cmd
 	assert str(other) not in cmd

@@ -9,6 +9,7 @@ root built for an arch of its own (pytools/rootfs.py, ppc64le).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -21,9 +22,12 @@ import threading
 import time
 from pathlib import Path
 
-KSELFTEST_TIMEOUT = 300
-# Programs that need longer: the inheritance chain forks 10^5 times.
-KSELFTEST_TIMEOUTS = {'vperfctr_chain_test': 900}
+from . import ksft
+
+# The kselftests: the collection run_kselftest.sh runs, each program
+# bounded by its settings file (kselftest/runner.sh's default without one)
+KSELFTEST_COLLECTION = 'perfctr'
+KSELFTEST_DEFAULT_TIMEOUT = 45
 PYTEST_TIMEOUT = 600
 KMEMLEAK = Path('/sys/kernel/debug/kmemleak')
 
@@ -67,7 +71,7 @@ MARK = '### perfctr-guest'
 ALIVE_EVERY = 30
 # Lines of a test's output worth showing on the console as they come: the
 # host prints each failing test as it fails (pytools/watch.py).
-_SHOW = re.compile(r'^\s*not ok \d+|^\S+::\S+ (FAILED|ERROR)\b')
+_SHOW = re.compile(r'^[#\s]*not ok \d+|^\S+::\S+ (FAILED|ERROR)\b')
 
 
 def _kill_group(proc) -> None:
@@ -81,11 +85,13 @@ def say(text: str) -> None:
 	print(f'{MARK} {text}', flush=True)
 
 
-def _run(argv, out: Path, timeout: int, env=None, family: str = 'run',
-	 name: str = '') -> dict:
+def _run(argv, out: Path, timeout: float, env=None, family: str = 'run',
+	 name: str = '', times: dict = None) -> dict:
 	"""Run one test program, its output to @out; on the console, markers
 	for its start and end, a line every ALIVE_EVERY seconds while it
-	runs (the host's silence bound counts on them), and its failures."""
+	runs (the host's silence bound counts on them), and its failures.
+	@times, if given, gets each output line's time since the start, by
+	line number."""
 	name = name or Path(argv[0]).name
 	start = time.monotonic()
 	say(f'start {family} {name}')
@@ -106,8 +112,10 @@ def _run(argv, out: Path, timeout: int, env=None, family: str = 'run',
 						start_new_session=True)
 			killer = threading.Timer(timeout, _kill_group, (proc,))
 			killer.start()
-			for line in proc.stdout:
+			for n, line in enumerate(proc.stdout):
 				f.write(line)
+				if times is not None:
+					times[n] = time.monotonic() - start
 				if _SHOW.match(line):
 					print(line.rstrip(), flush=True)
 			rc = proc.wait()
@@ -124,17 +132,91 @@ def _run(argv, out: Path, timeout: int, env=None, family: str = 'run',
 
 
 def local_copy(src: Path) -> Path:
-	"""Test programs (the kselftests; the checks' C programs, conftest.py)
-	copied into the guest's memory (/tmp is
+	"""Test programs (the kselftests' install; the checks' C programs,
+	conftest.py) copied into the guest's memory (/tmp is
 	a tmpfs under virtme-ng).  Run from the 9p share, every fork's
 	child faults the program's pages in again over virtio, and the
 	inheritance chain forks 10^5 times: measured on ppc64le, 20,000
 	generations took 198 s from the share and 159 s from /tmp."""
-	dst = Path(tempfile.mkdtemp(prefix='perfctr-kselftests-'))
-	for prog in src.iterdir():
-		if prog.is_file():
-			shutil.copy2(prog, dst / prog.name)
+	dst = Path(tempfile.mkdtemp(prefix='perfctr-kselftests-')) / src.name
+	shutil.copytree(src, dst, symlinks=True)
 	return dst
+
+
+def settings_timeout(collection: Path) -> int:
+	"""The timeout=N of the collection's settings file, as runner.sh
+	reads it."""
+	try:
+		text = (collection / 'settings').read_text()
+	except OSError:
+		return KSELFTEST_DEFAULT_TIMEOUT
+	for line in text.splitlines():
+		if line.startswith('timeout='):
+			return int(line.split('=', 1)[1])
+	return KSELFTEST_DEFAULT_TIMEOUT
+
+
+@contextlib.contextmanager
+def dev_stdout_of_each_process():
+	"""/dev/stdout as udev and systemd make it, /proc/self/fd/1, while
+	the kernel's runner runs: kselftest/runner.sh writes every program's
+	output to /dev/stdout (its logfile), meaning the runner's own
+	standard output, and virtme-ng links /dev/stdout to its console
+	port instead (the output would go to the console, not to the pipe
+	this runner reads).  Put back afterwards."""
+	link = Path('/dev/stdout')
+	old = os.readlink(link) if link.is_symlink() else None
+	changed = False
+	if old != '/proc/self/fd/1':
+		try:
+			if link.is_symlink() or link.is_file():
+				link.unlink()
+			link.symlink_to('/proc/self/fd/1')
+			changed = True
+		except OSError as e:
+			say(f'cannot point {link} at /proc/self/fd/1: {e}')
+	try:
+		yield
+	finally:
+		if changed:
+			link.unlink()
+			if old:
+				link.symlink_to(old)
+
+
+def kselftests(install: Path, out: Path, scale: float, env: dict) -> dict:
+	"""The collection, run by the kernel's runner (run_kselftest.sh),
+	its whole output kept as kselftest.tap and each program's cut back
+	into kselftest-NAME.tap, with its exit status."""
+	ksel = local_copy(install)
+	collection = ksel / KSELFTEST_COLLECTION
+	each = settings_timeout(collection)
+	argv = [str(ksel / 'run_kselftest.sh'), '-c', KSELFTEST_COLLECTION]
+	if scale != 1:
+		# a slow kernel (the debug one) stretches every program's bound
+		each = int(each * scale)
+		argv += ['--override-timeout', str(each)]
+	try:
+		listed = (ksel / 'kselftest-list.txt').read_text().split()
+	except OSError:
+		listed = []
+	times: dict = {}
+	with dev_stdout_of_each_process():
+		run = _run(argv, out / 'kselftest.tap',
+			   (len(listed) + 1) * (each + 30), env, 'kselftest',
+			   'run_kselftest.sh', times)
+	lines = (out / 'kselftest.tap').read_text(errors='replace').splitlines()
+	runs = {'_runner': dict(run, installed=str(ksel))}
+	for name, prog in ksft.split(lines, KSELFTEST_COLLECTION,
+				     times).items():
+		tap = f'kselftest-{name}.tap'
+		if prog.rc == 'timeout':
+			prog.lines.append(f'# perfctr: killed after {each} s '
+					  '(run_kselftest.sh\'s timeout)')
+		(out / tap).write_text(''.join(l + '\n' for l in prog.lines))
+		runs[name] = {'argv': [str(collection / name)], 'rc': prog.rc,
+			      'output': tap, 'seconds': prog.seconds}
+	return runs
 
 
 def main(argv=None) -> int:
@@ -159,21 +241,8 @@ def main(argv=None) -> int:
 	kmemleak = kmemleak_start()
 
 	if args.kselftests and args.kselftests.is_dir():
-		runs = {}
-		ksel = local_copy(args.kselftests)
-		summary['kselftests_from'] = str(ksel)
-		for prog in sorted(ksel.iterdir()):
-			# kselftest programs are named *_test; anything else
-			# in the directory (a benchmark) is not a test
-			if prog.is_file() and os.access(prog, os.X_OK) and \
-			   prog.name.endswith('_test'):
-				runs[prog.name] = _run([str(prog)],
-						       out / f'kselftest-{prog.name}.tap',
-						       scale * KSELFTEST_TIMEOUTS.get(
-							       prog.name,
-							       KSELFTEST_TIMEOUT),
-						       test_env,
-						       'kselftest')
+		runs = kselftests(args.kselftests, out, scale, test_env)
+		summary['kselftest_runner'] = runs.pop('_runner')
 		summary['families']['kselftest'] = runs
 
 	if args.pytest:
