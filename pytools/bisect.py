@@ -113,8 +113,8 @@ def boot_each_prefix(opts, tree, req: kernel.BuildRequest, argv: List[str],
 		     ops: Ops) -> BootFn:
 	"""inv bisect --boot: boot each prefix that built and run the tests
 	that exist at that point (the kselftests and Python checks need the
-	system calls and the kselftests' patch, the series' last; before
-	it, KUnit and the kernel log are what there is), the arch's fast way
+	system calls and the kselftests' first patch; before them, KUnit
+	and the kernel log are what there is), the arch's fast way
 	(ppc64le: the initramfs, without the Python checks, which inv check
 	runs)."""
 	import dataclasses

@@ -5,6 +5,7 @@ one cache each run their own kselftests (a boot each; the kernel is inv
 check's, built first if it is not yet).  Deselect with -m 'not e2e'."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,21 +42,36 @@ def test_perfex_is_on_path_and_counts_the_tsc():
 	assert tsc and int(tsc[0].split()[1]) > 0
 
 
+def break_info_basic(patches: Path) -> None:
+	"""Add a failing assertion to info.basic in the series' kselftests
+	patch of a checkout (a new file's hunk: its header counts one line
+	more)."""
+	[patch] = patches.glob('*-selftests-perfctr-the-harness-and-*.patch')
+	lines = patch.read_text().split('\n')
+	start = lines.index('+++ b/tools/testing/selftests/perfctr/'
+			    'perfctr_info_test.c')
+	at = next(i for i in range(start, len(lines))
+		  if lines[i] == '+TEST_F(info, basic)') + 2
+	assert lines[at - 1] == '+{'
+	lines.insert(at, '+\tASSERT_EQ(1, 2);')
+	hunk = start + 1
+	m = re.fullmatch(r'@@ -0,0 \+1,(\d+) @@', lines[hunk])
+	assert m, lines[hunk]
+	lines[hunk] = f'@@ -0,0 +1,{int(m.group(1)) + 1} @@'
+	patch.write_text('\n'.join(lines))
+
+
 def test_two_clones_on_one_cache_each_run_their_own_kselftests(tmp_path):
-	"""Issue 24's repro 2, for real: clone A breaks info.basic, clone B
-	is untouched; they share the default cache (its kernel tree, build
-	and kselftest directories).  Each must run the tests of its own
-	sources: A fails, B passes, whichever ran last."""
+	"""Issue 24's repro 2, for real: clone A breaks info.basic in its
+	series, clone B is untouched; they share the default cache (its
+	kernel tree, build and kselftest directories).  Each must run the
+	tests of its own series: A fails, B passes, whichever ran last."""
 	clones = {}
 	for name in ('a', 'b'):
 		clones[name] = tmp_path / name
 		subprocess.run(['git', 'clone', '--quiet', '--shared',
 				str(paths.REPO), str(clones[name])], check=True)
-	test = clones['a'] / 'selftests' / 'perfctr' / 'perfctr_info_test.c'
-	text = test.read_text()
-	anchor = 'TEST_F(info, basic)\n{\n'
-	assert anchor in text
-	test.write_text(text.replace(anchor, anchor + '\tASSERT_EQ(1, 2);\n'))
+	break_info_basic(clones['a'] / 'patches')
 	cmd = ('perfctr_info_test', '-t', 'basic')
 	a = inv_run(*cmd, cwd=clones['a'])
 	b = inv_run(*cmd, cwd=clones['b'])
