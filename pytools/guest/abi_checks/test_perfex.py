@@ -106,7 +106,8 @@ def test_counts_the_instructions_of_a_known_loop(pc, headers, loop_program):
 	"""perfex -e instructions on a loop of 0, N and 2N iterations (the
 	least of five runs of each): each N iterations more count the same
 	(within 1% of N), and at least N x the loop's instructions an
-	iteration (within vperfctr_pmc_test.c's 2%).  QEMU counts kernel
+	iteration (within vperfctr_pmc_test.c's 2%), each give or take the
+	spread of the empty runs.  QEMU counts kernel
 	mode too, so the timer interrupts that land in the loop add to it, in
 	proportion to its length: 0.1-0.4% here, 2.6% on the debug kernel
 	(its tick under KASAN and lockdep); more than 5% is a failure.  N
@@ -129,9 +130,15 @@ def test_counts_the_instructions_of_a_known_loop(pc, headers, loop_program):
 		f'{per} (N={n}, empty runs spread {spread}): differences {first}, '
 		f'{second}, expected {want}; every run: {runs}')
 	print(what)
-	assert abs(first - second) * 100 < want, f'not linear: {what}'
+	# Each difference carries the noise of the empty runs it subtracts
+	# (an exec's own kernel-mode count, which QEMU counts and which no
+	# number of runs removes): the checks allow that noise as measured in
+	# this run, on top of their percentages.  N is at least SPREAD_FACTOR
+	# times it, so the allowance stays within 2% of N.
+	assert abs(first - second) < want // 100 + spread, f'not linear: {what}'
 	for got in (first, second):
-		assert got * 100 > want * (100 - PERCENT), f'undercounted: {what}'
+		assert got * 100 > want * (100 - PERCENT) - spread * 100, \
+			f'undercounted: {what}'
 		assert got * 100 < want * (100 + INTERRUPTS_PERCENT), \
 			f'overcounted: {what}'
 
