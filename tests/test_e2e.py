@@ -37,8 +37,8 @@ SOUNDNESS_MUST = ['vperfctr_lifetime_test.lt.attach_vs_exit',
 X86_MUST = ['vperfctr_test.vperfctr.fast_read_agrees_with_syscall',
 	    'vperfctr_fuzz_test.fuzz.syscalls',
 	    'kunit.perfctr_x86_model.perfctr_x86_model_two_threads_intel',
-	    'kunit.perfctr_x86_model.perfctr_x86_model_late_pmi',
-	    'kunit.perfctr_x86_model.perfctr_x86_model_nmi_inside_switch'] + \
+	    'kunit.perfctr_x86_overflow.perfctr_x86_model_late_pmi',
+	    'kunit.perfctr_x86_overflow.perfctr_x86_model_nmi_inside_switch'] + \
 	SOUNDNESS_MUST
 EXPECT = {
 	'x86_64': {'args': ['--arch', 'x86_64'], 'arch': 'x86_64',
